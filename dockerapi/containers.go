@@ -1,0 +1,167 @@
+package dockerapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// ContainerInspect returns the container named or identified by id.
+func (c *Client) ContainerInspect(ctx context.Context, id string) (Container, error) {
+	var out Container
+	err := c.do(ctx, request{method: http.MethodGet, path: "/containers/" + url.PathEscape(id) + "/json", ok: []int{200}, idempotent: true}, &out)
+	if err != nil {
+		return Container{}, fmt.Errorf("inspecting container %q: %w", id, err)
+	}
+	return out, nil
+}
+
+// ContainerCreate creates a container named name (empty: let the engine
+// pick one). A named create is safe to retry: when an attempt may have
+// reached the engine and the retry meets a name conflict, the container
+// already there is ours if it carries every label asked for, and its ID
+// is returned.
+func (c *Client) ContainerCreate(ctx context.Context, name string, body CreateRequest) (CreateResponse, error) {
+	q := url.Values{}
+	if name != "" {
+		q.Set("name", name)
+	}
+	var out CreateResponse
+	tries := &attempts{}
+	err := c.do(ctx, request{
+		method: http.MethodPost, path: "/containers/create", query: q, body: body,
+		ok: []int{201}, idempotent: name != "", tries: tries,
+	}, &out)
+	if err != nil && name != "" && tries.ambiguous && errors.Is(err, ErrConflict) {
+		if there, ierr := c.ContainerInspect(ctx, name); ierr == nil && hasLabels(there.Config.Labels, body.Labels) {
+			return CreateResponse{ID: there.ID}, nil
+		}
+	}
+	if err != nil {
+		return CreateResponse{}, fmt.Errorf("creating container %q: %w", name, err)
+	}
+	return out, nil
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// ContainerStart starts a container. A container that is already running
+// gives an error for which errors.Is(err, ErrNotModified) holds.
+func (c *Client) ContainerStart(ctx context.Context, id string) error {
+	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/start", ok: []int{204}, idempotent: true}, nil)
+	if err != nil {
+		return fmt.Errorf("starting container %q: %w", id, err)
+	}
+	return nil
+}
+
+// Wait conditions for ContainerWait.
+const (
+	WaitNotRunning = "not-running"
+	WaitNextExit   = "next-exit"
+	WaitRemoved    = "removed"
+)
+
+// ContainerWait blocks until the container meets condition and returns its
+// exit code. Only ctx ends the wait early: it has no timeout of its own.
+func (c *Client) ContainerWait(ctx context.Context, id, condition string) (WaitResponse, error) {
+	q := url.Values{}
+	if condition != "" {
+		q.Set("condition", condition)
+	}
+	var out WaitResponse
+	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/wait", query: q, ok: []int{200}, idempotent: true}, &out)
+	if err != nil {
+		return WaitResponse{}, fmt.Errorf("waiting for container %q: %w", id, err)
+	}
+	if out.Error != nil && out.Error.Message != "" {
+		return out, fmt.Errorf("waiting for container %q: %s", id, out.Error.Message)
+	}
+	return out, nil
+}
+
+// RemoveOptions are the query of DELETE /containers/{id}.
+type RemoveOptions struct {
+	Force   bool // kill it first if it runs
+	Volumes bool // remove its anonymous volumes too
+}
+
+// ContainerRemove removes a container.
+func (c *Client) ContainerRemove(ctx context.Context, id string, opts RemoveOptions) error {
+	q := url.Values{}
+	if opts.Force {
+		q.Set("force", "1")
+	}
+	if opts.Volumes {
+		q.Set("v", "1")
+	}
+	err := c.do(ctx, request{method: http.MethodDelete, path: "/containers/" + url.PathEscape(id), query: q, ok: []int{204}, idempotent: true}, nil)
+	if err != nil {
+		return fmt.Errorf("removing container %q: %w", id, err)
+	}
+	return nil
+}
+
+// ContainerList lists all containers, running or not, that carry every
+// one of labels ("key" or "key=value").
+func (c *Client) ContainerList(ctx context.Context, labels ...string) ([]ContainerSummary, error) {
+	q := url.Values{"all": {"1"}}
+	if len(labels) > 0 {
+		f, _ := json.Marshal(map[string][]string{"label": labels})
+		q.Set("filters", string(f))
+	}
+	var out []ContainerSummary
+	err := c.do(ctx, request{method: http.MethodGet, path: "/containers/json", query: q, ok: []int{200}, idempotent: true}, &out)
+	if err != nil {
+		return nil, fmt.Errorf("listing containers %v: %w", labels, err)
+	}
+	return out, nil
+}
+
+// LogsOptions are the query of GET /containers/{id}/logs.
+type LogsOptions struct {
+	Tail   int  // the last Tail lines; 0 means all
+	Follow bool // keep streaming until the container stops
+	// TTY says the container has a terminal: its output is then one raw
+	// stream, not multiplexed frames.
+	TTY bool
+}
+
+// ContainerLogs copies a container's output to stdout and stderr. Without
+// a TTY the engine multiplexes both streams, and they are separated here;
+// with one, everything goes to stdout.
+func (c *Client) ContainerLogs(ctx context.Context, id string, opts LogsOptions, stdout, stderr io.Writer) error {
+	q := url.Values{"stdout": {"1"}, "stderr": {"1"}}
+	if opts.Tail > 0 {
+		q.Set("tail", strconv.Itoa(opts.Tail))
+	}
+	if opts.Follow {
+		q.Set("follow", "1")
+	}
+	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/containers/" + url.PathEscape(id) + "/logs", query: q, ok: []int{200}, idempotent: true})
+	if err != nil {
+		return fmt.Errorf("reading logs of container %q: %w", id, err)
+	}
+	defer resp.Body.Close()
+	if opts.TTY {
+		_, err = io.Copy(stdout, resp.Body)
+	} else {
+		err = Demux(resp.Body, stdout, stderr)
+	}
+	if err != nil {
+		return fmt.Errorf("reading logs of container %q: %w", id, err)
+	}
+	return nil
+}

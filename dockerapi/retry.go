@@ -1,0 +1,78 @@
+package dockerapi
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"syscall"
+	"time"
+)
+
+// maxRetries bounds retries of anything but an engine that is not up yet.
+const maxRetries = 4
+
+// attempts is the retry state of one call, shared with the policy through
+// the request context.
+type attempts struct {
+	idempotent bool
+	started    time.Time
+	retries    int
+	// ambiguous is set once an attempt failed after the request may have
+	// reached the engine: a retried create may then meet its own work.
+	ambiguous bool
+}
+
+type attemptsKey struct{}
+
+func withPolicy(ctx context.Context, a *attempts) context.Context {
+	a.started = time.Now()
+	return context.WithValue(ctx, attemptsKey{}, a)
+}
+
+// retryPolicy decides, after each attempt, whether to try again:
+//   - an engine that is not listening yet (socket missing, connection
+//     refused) is retried for up to waitForEngine, whatever the method,
+//     since the request never reached it;
+//   - 503 and 429 are retried, a few times;
+//   - other transport errors are retried a few times for idempotent calls
+//     only;
+//   - nothing else is: Docker answers 500 for permanent failures.
+func retryPolicy(waitForEngine time.Duration) func(context.Context, *http.Response, error) (bool, error) {
+	return func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		a, _ := ctx.Value(attemptsKey{}).(*attempts)
+		if a == nil {
+			a = &attempts{started: time.Now()}
+		}
+		switch {
+		case err != nil && engineNotUp(err):
+			return time.Since(a.started) < waitForEngine, nil
+		case err != nil:
+			a.ambiguous = true
+			if !a.idempotent || a.retries >= maxRetries {
+				return false, nil
+			}
+		case resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusTooManyRequests:
+			if a.retries >= maxRetries {
+				return false, nil
+			}
+		default:
+			return false, nil
+		}
+		a.retries++
+		return true, nil
+	}
+}
+
+// engineNotUp reports a dial that failed because nothing listens on the
+// socket yet: it does not exist, or refuses connections.
+func engineNotUp(err error) bool {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" {
+		return false
+	}
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+}

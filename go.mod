@@ -1,0 +1,7 @@
+module github.com/waitdaemon/waitdaemon
+
+go 1.26.8
+
+require github.com/hashicorp/go-retryablehttp v0.7.8
+
+require github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
