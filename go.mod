@@ -2,6 +2,9 @@ module github.com/waitdaemon/waitdaemon
 
 go 1.26.8
 
-require github.com/hashicorp/go-retryablehttp v0.7.8
+require (
+	github.com/alecthomas/kong v1.17.0
+	github.com/hashicorp/go-retryablehttp v0.7.8
+)
 
 require github.com/hashicorp/go-cleanhttp v0.5.2 // indirect

@@ -1,0 +1,44 @@
+# waitdaemon: `make demo` runs the double fork on a local engine,
+# `make test` runs the whole suite. Both start a Docker engine if none
+# answers (scripts/engine.sh).
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE   ?= waitdaemon:dev
+ARCHES  ?= amd64 arm64
+HOSTARCH := $(shell go env GOARCH)
+
+# A static, stripped binary. nethttpomithttp2 leaves out net/http's unused
+# HTTP/2 client, and -l (no inlining) trims the rest: the image must stay
+# small enough for an in-memory OS.
+GOBUILD = CGO_ENABLED=0 GOOS=linux go build -trimpath -tags nethttpomithttp2 \
+	-gcflags=all=-l -ldflags "-s -w -X main.version=$(VERSION)"
+
+.PHONY: build test image demo bench record fuzz engine clean
+
+build: $(foreach a,$(ARCHES),bin/waitdaemon-linux-$(a))
+
+bin/waitdaemon-linux-%: FORCE
+	GOARCH=$* $(GOBUILD) -o $@ .
+
+FORCE:
+
+test: engine
+	go test -race -count=1 ./...
+
+image: bin/waitdaemon-linux-$(HOSTARCH)
+	cp bin/waitdaemon-linux-$(HOSTARCH) bin/waitdaemon
+	DOCKER_BUILDKIT=0 docker build -q -f Dockerfile.scratch -t $(IMAGE) bin
+
+engine:
+	@scripts/engine.sh
+
+record: engine
+	testdata/record.sh
+
+fuzz:
+	go test ./dockerapi/ -run=NONE -fuzz=FuzzParseReference -fuzztime=30s
+	go test ./dockerapi/ -run=NONE -fuzz=FuzzDecodePull -fuzztime=30s
+	go test ./selfid/ -run=NONE -fuzz=FuzzCandidates -fuzztime=30s
+
+clean:
+	rm -rf bin

@@ -1,0 +1,113 @@
+// Command waitdaemon runs a Tinkerbell action's real work after the action
+// has reported success: it hands the work to a detached waiter container,
+// exits 0 at once, and the waiter starts the user's image a few seconds
+// later. Reboot, kexec and poweroff actions then finish cleanly.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+)
+
+// version is stamped at build time with -X main.version=….
+var version = "dev"
+
+// cli is the whole command line. The image's ENTRYPOINT is
+// ["/waitdaemon", "action", "--"], so an action's command arrives after
+// "--" and is never parsed here; the other commands are for humans, with
+// `docker run --entrypoint /waitdaemon` or on a host.
+type cli struct {
+	Verbose bool `short:"v" env:"WAITDAEMON_VERBOSE" help:"Trace every exchange with the engine on stderr, like curl -v (credentials redacted)."`
+
+	API     apiCmd     `cmd:"" name:"api" help:"Send one request to the engine, like curl on its socket, and print the answer as indented JSON."`
+	Version versionCmd `cmd:"" help:"Print waitdaemon's version, and the engine's when one answers."`
+}
+
+// globals is what every command gets from main.
+type globals struct {
+	stdout, stderr io.Writer
+	verbose        bool
+}
+
+// client returns an engine client that traces when asked to.
+func (g *globals) client() *dockerapi.Client {
+	c := &dockerapi.Client{UserAgent: "waitdaemon/" + version}
+	if g.verbose {
+		c.Trace = g.stderr
+	}
+	return c
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil && err.Error() != "" {
+		fmt.Fprintln(os.Stderr, "waitdaemon:", err)
+	}
+	os.Exit(exitCode(err))
+}
+
+// run parses args and runs the chosen command. It never exits the process.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	var c cli
+	exited := -1
+	parser, err := kong.New(&c,
+		kong.Name("waitdaemon"),
+		kong.Description("Run a Tinkerbell action's work after the action has reported success."),
+		kong.UsageOnError(),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { exited = code }),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+	)
+	if err != nil {
+		return err
+	}
+	kctx, err := parser.Parse(args)
+	if exited >= 0 { // --help
+		return exitError{code: exited}
+	}
+	if err != nil {
+		return usageError{err}
+	}
+	return kctx.Run(&globals{stdout: stdout, stderr: stderr, verbose: c.Verbose})
+}
+
+// Exit codes; see the README.
+const (
+	exitFailure = 1  // the engine refused or failed a request
+	exitInput   = 2  // bad input: a variable, flag or argument
+	exitUsage   = 80 // the command line did not parse
+)
+
+// exitCode maps an error to the process's exit code: errors that carry
+// one say so with an ExitCode method.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var e interface{ ExitCode() int }
+	if errors.As(err, &e) {
+		return e.ExitCode()
+	}
+	return exitFailure
+}
+
+type usageError struct{ error }
+
+func (usageError) ExitCode() int   { return exitUsage }
+func (e usageError) Unwrap() error { return e.error }
+
+// exitError ends the program with code and nothing to say (after --help).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return "" }
+func (e exitError) ExitCode() int { return e.code }
