@@ -1,0 +1,57 @@
+package inherit
+
+import "strings"
+
+// Prefix starts the name of every variable of waitdaemon's own. None of
+// them reaches the user container.
+const Prefix = "WAITDAEMON_"
+
+// Var is a control variable that templates know by a plain name, with a
+// namespaced alias. When the alias is set, the plain name belongs to the
+// user and passes through to the user container.
+type Var struct {
+	Plain string
+	Alias string
+}
+
+// The control variables with plain names.
+var (
+	Image       = Var{Plain: "IMAGE", Alias: Prefix + "IMAGE"}
+	WaitSeconds = Var{Plain: "WAIT_SECONDS", Alias: Prefix + "WAIT_SECONDS"}
+)
+
+// Name is the name in force in env: the alias when it is set, else the
+// plain name.
+func (v Var) Name(env []string) string {
+	if lookup(env, v.Alias) {
+		return v.Alias
+	}
+	return v.Plain
+}
+
+// Control returns the names in env that are waitdaemon's to read, and so
+// never passed on: every WAITDAEMON_ variable, and each plain name whose
+// alias is not set.
+func Control(env []string) map[string]bool {
+	out := map[string]bool{}
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, Prefix) {
+			out[name] = true
+		}
+	}
+	for _, v := range []Var{Image, WaitSeconds} {
+		if !out[v.Alias] {
+			out[v.Plain] = true
+		}
+	}
+	return out
+}
+
+func lookup(env []string, name string) bool {
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == name {
+			return true
+		}
+	}
+	return false
+}
