@@ -27,9 +27,28 @@ var version = "dev"
 type cli struct {
 	Verbose bool `short:"v" env:"WAITDAEMON_VERBOSE" help:"Trace every exchange with the engine on stderr, like curl -v (credentials redacted)."`
 
+	Action  actionCmd  `cmd:"" help:"Phase 1, the image's entrypoint: hand the action's work to a waiter, and exit 0."`
+	Waiter  waiterCmd  `cmd:"" hidden:"" help:"Phase 2, run by phase 1: wait, then run the user container."`
 	API     apiCmd     `cmd:"" name:"api" help:"Send one request to the engine, like curl on its socket, and print the answer as indented JSON."`
 	Version versionCmd `cmd:"" help:"Print waitdaemon's version, and the engine's when one answers."`
 }
+
+// description heads --help. It lists every variable an action can set.
+const description = `Run a Tinkerbell action's work after the action has reported success.
+
+As an action, waitdaemon reads its settings from the environment:
+
+  IMAGE                     the image to run after the wait (required)
+  WAIT_SECONDS              whole seconds to wait after the action exits, 0 to 3600 (default 10)
+  WAITDAEMON_IMAGE          alias of IMAGE; when set, IMAGE passes to the user container
+  WAITDAEMON_WAIT_SECONDS   alias of WAIT_SECONDS; when set, WAIT_SECONDS passes to the user container
+  WAITDAEMON_CONTAINER      this action container's ID or name, when detection cannot find it
+  WAITDAEMON_VERBOSE        true: trace every exchange with the engine on stderr
+  DOCKER_HOST               the engine's socket, unix:///path (default unix:///var/run/docker.sock)
+
+No WAITDAEMON_ variable reaches the user container, nor do IMAGE and WAIT_SECONDS
+unless their alias is set; DOCKER_HOST does. The action's command is the user
+image's command.`
 
 // globals is what every command gets from main.
 type globals struct {
@@ -62,7 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	exited := -1
 	parser, err := kong.New(&c,
 		kong.Name("waitdaemon"),
-		kong.Description("Run a Tinkerbell action's work after the action has reported success."),
+		kong.Description(description),
 		kong.UsageOnError(),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { exited = code }),

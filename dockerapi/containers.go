@@ -165,3 +165,17 @@ func (c *Client) ContainerLogs(ctx context.Context, id string, opts LogsOptions,
 	}
 	return nil
 }
+
+// NetworkConnect connects a container to a network, with the endpoint
+// settings it should have there.
+func (c *Client) NetworkConnect(ctx context.Context, network, container string, ep EndpointSettings) error {
+	body := struct {
+		Container      string
+		EndpointConfig EndpointSettings
+	}{container, ep}
+	err := c.do(ctx, request{method: http.MethodPost, path: "/networks/" + url.PathEscape(network) + "/connect", body: body, ok: []int{200}, idempotent: true}, nil)
+	if err != nil {
+		return fmt.Errorf("connecting container %q to network %q: %w", container, network, err)
+	}
+	return nil
+}

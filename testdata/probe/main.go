@@ -1,0 +1,59 @@
+// Command probe is the end-to-end tests' user image: it records exactly
+// what it received (arguments, environment, namespaces, mounts) as JSON
+// in /out/<PROBE_NAME or "probe">.json, prints it, and exits with
+// PROBE_EXIT (default 0).
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type report struct {
+	Args      []string          `json:"args"`
+	Env       []string          `json:"env"`
+	Hostname  string            `json:"hostname"`
+	Namespace map[string]string `json:"namespaces"`
+	Mounts    []string          `json:"mounts"`
+	UID       int               `json:"uid"`
+	Cwd       string            `json:"cwd"`
+	Started   time.Time         `json:"started"`
+}
+
+func main() {
+	r := report{Args: os.Args, Env: os.Environ(), UID: os.Getuid(), Started: time.Now().UTC(), Namespace: map[string]string{}}
+	r.Hostname, _ = os.Hostname()
+	r.Cwd, _ = os.Getwd()
+	for _, ns := range []string{"pid", "net", "ipc", "uts"} {
+		r.Namespace[ns], _ = os.Readlink("/proc/self/ns/" + ns)
+	}
+	if data, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) > 4 {
+				r.Mounts = append(r.Mounts, f[4])
+			}
+		}
+	}
+	data, _ := json.MarshalIndent(r, "", "  ")
+	fmt.Println(string(data))
+	name := os.Getenv("PROBE_NAME")
+	if name == "" {
+		name = "probe"
+	}
+	if st, err := os.Stat("/out"); err == nil && st.IsDir() {
+		if err := os.WriteFile(filepath.Join("/out", name+".json"), data, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "probe:", err)
+			os.Exit(99)
+		}
+	}
+	code, _ := strconv.Atoi(os.Getenv("PROBE_EXIT"))
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "probe: exiting %d as asked\n", code)
+	}
+	os.Exit(code)
+}
