@@ -4,6 +4,7 @@
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE   ?= waitdaemon:dev
+PROBE_IMAGE ?= waitdaemon-probe:dev
 ARCHES  ?= amd64 arm64
 HOSTARCH := $(shell go env GOARCH)
 
@@ -13,7 +14,7 @@ HOSTARCH := $(shell go env GOARCH)
 GOBUILD = CGO_ENABLED=0 GOOS=linux go build -trimpath -tags nethttpomithttp2 \
 	-gcflags=all=-l -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: build test image demo bench record fuzz engine clean
+.PHONY: build test image probe-image demo bench record fuzz engine clean
 
 build: $(foreach a,$(ARCHES),bin/waitdaemon-linux-$(a))
 
@@ -28,6 +29,12 @@ test: engine
 image: bin/waitdaemon-linux-$(HOSTARCH)
 	cp bin/waitdaemon-linux-$(HOSTARCH) bin/waitdaemon
 	DOCKER_BUILDKIT=0 docker build -q -f Dockerfile.scratch -t $(IMAGE) bin
+
+# The end-to-end tests' and the demo's user image: it records what it got.
+probe-image:
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/probe/probe ./testdata/probe
+	cp testdata/probe/Dockerfile bin/probe/
+	DOCKER_BUILDKIT=0 docker build -q -t $(PROBE_IMAGE) bin/probe
 
 engine:
 	@scripts/engine.sh

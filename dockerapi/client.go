@@ -62,7 +62,7 @@ type Client struct {
 
 // DefaultWaitForEngine is how long a Client waits for an engine that is not
 // answering yet, unless WaitForEngine says otherwise.
-const DefaultWaitForEngine = 20 * time.Second
+const DefaultWaitForEngine = 10 * time.Second
 
 // SocketFromEnv returns the socket path named by DOCKER_HOST, or
 // DefaultSocket when it is unset. Only unix:// hosts are supported.

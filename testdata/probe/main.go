@@ -1,7 +1,7 @@
 // Command probe is the end-to-end tests' user image: it records exactly
 // what it received (arguments, environment, namespaces, mounts) as JSON
 // in /out/<PROBE_NAME or "probe">.json, prints it, and exits with
-// PROBE_EXIT (default 0).
+// PROBE_EXIT (default 0), after sleeping PROBE_SLEEP seconds (default 0).
 package main
 
 import (
@@ -50,6 +50,9 @@ func main() {
 			fmt.Fprintln(os.Stderr, "probe:", err)
 			os.Exit(99)
 		}
+	}
+	if secs, _ := strconv.Atoi(os.Getenv("PROBE_SLEEP")); secs > 0 {
+		time.Sleep(time.Duration(secs) * time.Second)
 	}
 	code, _ := strconv.Atoi(os.Getenv("PROBE_EXIT"))
 	if code != 0 {

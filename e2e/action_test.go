@@ -1,0 +1,305 @@
+package e2e
+
+import (
+	"context"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+)
+
+// maxLate is how far the waiter's start request may be from the action's
+// exit plus WAIT_SECONDS.
+const maxLate = 150 * time.Millisecond
+
+// TestInheritance runs actions shaped like real workers' and checks what
+// the user container received, the timing of its start, and that nothing
+// is left behind.
+func TestInheritance(t *testing.T) {
+	c := setup(t)
+	hostname, _ := os.Hostname()
+	cases := []struct {
+		name  string
+		shape shape
+		a     action
+		// checks on the probe's report
+		wantArgs     []string
+		wantHostname string // "" means: not the host's
+		hostNet      bool
+		hostPid      bool
+		foundBy      string
+	}{
+		{
+			name:  "tink-worker reboot-like, flags in the command",
+			shape: tinkWorker,
+			a: action{
+				name:    "e2e worker",
+				command: []string{"--help", "version", "-v"},
+				env:     map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "FOO": "bar baz", "PROBE_NAME": "p"},
+				pid:     "host",
+			},
+			wantArgs: []string{"/probe", "--help", "version", "-v"},
+			hostPid:  true,
+			foundBy:  "cgroup",
+		},
+		{
+			name:  "tink-agent with network host",
+			shape: tinkAgent,
+			a: action{
+				name:    "e2e agent",
+				command: []string{"reboot"},
+				env:     map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "FOO": "bar baz", "PROBE_NAME": "p"},
+				pid:     "host",
+				network: "host",
+			},
+			wantArgs:     []string{"/probe", "reboot"},
+			wantHostname: hostname,
+			hostNet:      true,
+			hostPid:      true,
+			foundBy:      "cgroup",
+		},
+		{
+			name:  "custom hostname, empty command",
+			shape: tinkAgent,
+			a: action{
+				name:     "e2e hostname",
+				env:      map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "FOO": "bar baz", "PROBE_NAME": "p"},
+				hostname: "custom-e2e",
+			},
+			wantArgs:     []string{"/probe"},
+			wantHostname: "custom-e2e",
+			foundBy:      "cgroup",
+		},
+		{
+			name:  "aliases: IMAGE and WAIT_SECONDS belong to the user",
+			shape: tinkWorker,
+			a: action{
+				name:    "e2e aliases",
+				command: []string{"x"},
+				env: map[string]string{
+					"WAITDAEMON_IMAGE": probeImage, "WAITDAEMON_WAIT_SECONDS": "1",
+					"IMAGE": "user-value", "WAIT_SECONDS": "user-wait", "FOO": "bar baz", "PROBE_NAME": "p",
+				},
+			},
+			wantArgs: []string{"/probe", "x"},
+			foundBy:  "cgroup",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			tc.a.volumes = []string{out + ":/out"}
+			r := runAction(t, c, tc.shape, tc.a)
+			if r.ExitCode != 0 {
+				t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
+			}
+			handed, ok := find(events(r.Logs), "handed off")
+			if !ok {
+				t.Fatalf("phase 1 logged no hand-off line:\n%s", r.Logs)
+			}
+			if handed.str("found_by") != tc.foundBy {
+				t.Errorf("found own container by %q, want %q", handed.str("found_by"), tc.foundBy)
+			}
+			evs := followWaiter(t, c, r.ID)
+			started, ok1 := find(evs, "started user container")
+			exited, ok2 := find(evs, "user container exited")
+			if !ok1 || !ok2 {
+				t.Fatalf("waiter output lacks the start or the exit: %v", evs)
+			}
+			checkTiming(t, r, started, exited, 1)
+			if exited.num("exit_code") != 0 || exited["kept"] != false {
+				t.Errorf("user container exit: %v, want 0 and removed", exited)
+			}
+			waitGone(t, c, r.ID, 5*time.Second)
+
+			p, ok := readProbe(t, out, "p")
+			if !ok {
+				t.Fatal("the user container did not run: no probe report")
+			}
+			if !slices.Equal(p.Args, tc.wantArgs) {
+				t.Errorf("user command = %q, want %q", p.Args, tc.wantArgs)
+			}
+			wantEnv := []string{"FOO=bar baz", "PROBE_NAME=p", "PATH=/probe-bin:/usr/bin"}
+			if _, alias := tc.a.env["WAITDAEMON_IMAGE"]; alias {
+				wantEnv = append(wantEnv, "IMAGE=user-value", "WAIT_SECONDS=user-wait")
+			}
+			for _, kv := range wantEnv {
+				if !slices.Contains(p.Env, kv) {
+					t.Errorf("user env lacks %s: %q", kv, p.Env)
+				}
+			}
+			for _, kv := range p.Env {
+				name, _, _ := strings.Cut(kv, "=")
+				leaked := strings.HasPrefix(name, "WAITDAEMON_") || strings.HasPrefix(kv, "PATH=/usr/local/sbin")
+				if _, alias := tc.a.env["WAITDAEMON_IMAGE"]; !alias && (name == "IMAGE" || name == "WAIT_SECONDS") {
+					leaked = true
+				}
+				if leaked {
+					t.Errorf("user env has %s, which is waitdaemon's", kv)
+				}
+			}
+			for _, m := range []string{"/out", "/var/run/docker.sock"} {
+				if !slices.Contains(p.Mounts, m) {
+					t.Errorf("user mounts lack %s: %q", m, p.Mounts)
+				}
+			}
+			if tc.shape == tinkWorker && !slices.Contains(p.Mounts, "/workflow") {
+				t.Errorf("user mounts lack the worker's /workflow: %q", p.Mounts)
+			}
+			if got := p.Namespaces["pid"] == hostNamespace(t, "pid"); got != tc.hostPid {
+				t.Errorf("user pid namespace is the host's: %v, want %v", got, tc.hostPid)
+			}
+			if got := p.Namespaces["net"] == hostNamespace(t, "net"); got != tc.hostNet {
+				t.Errorf("user network namespace is the host's: %v, want %v", got, tc.hostNet)
+			}
+			if tc.wantHostname != "" && p.Hostname != tc.wantHostname {
+				t.Errorf("user hostname = %q, want %q", p.Hostname, tc.wantHostname)
+			}
+			if tc.wantHostname == "" && p.Hostname == hostname {
+				t.Errorf("user hostname is the host's, %q, on a network of its own", p.Hostname)
+			}
+		})
+	}
+}
+
+// checkTiming checks that the waiter sent the start request wait seconds
+// after the worker saw the action exit, within maxLate, and logs the
+// engine's own start time, which comes on top.
+func checkTiming(t *testing.T, r ran, started, exited map[string]any, wait int) {
+	t.Helper()
+	sent, err := time.Parse(time.RFC3339Nano, started["start_sent"].(string))
+	if err != nil {
+		t.Fatalf("start_sent: %v", err)
+	}
+	late := sent.Sub(r.FinishedAt) - time.Duration(wait)*time.Second
+	userStarted, _ := time.Parse(time.RFC3339Nano, exited["started_at"].(string))
+	engineLate := userStarted.Sub(r.FinishedAt) - time.Duration(wait)*time.Second
+	t.Logf("start request sent %v after exit + WAIT_SECONDS; the user container started %v after it (engine)", late, engineLate)
+	if math.Abs(float64(late)) > float64(maxLate) {
+		t.Errorf("start request sent %v after the action's exit + %ds, want within ±%v", late, wait, maxLate)
+	}
+	if engineLate < late || engineLate > late+time.Second {
+		t.Errorf("the engine started the user container %v after exit + %ds, want between %v and %v", engineLate, wait, late, late+time.Second)
+	}
+}
+
+// TestFailingUserContainerIsKept checks that a user container that exits
+// non-zero is kept, named and labelled, with its exit code logged.
+func TestFailingUserContainerIsKept(t *testing.T) {
+	c := setup(t)
+	out := t.TempDir()
+	r := runAction(t, c, tinkWorker, action{
+		name:    "e2e failing",
+		command: []string{"boom"},
+		env:     map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "PROBE_EXIT": "3"},
+		volumes: []string{out + ":/out"},
+	})
+	if r.ExitCode != 0 {
+		t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
+	}
+	evs := followWaiter(t, c, r.ID)
+	exited, ok := find(evs, "user container exited")
+	if !ok || exited.num("exit_code") != 3 || exited["kept"] != true || exited.str("name") != "action_e2e_failing-waitdaemon-user" {
+		t.Fatalf("waiter's exit line = %v, want exit_code 3, kept, named", exited)
+	}
+	ctx := testCtx(t)
+	kept, err := c.ContainerInspect(ctx, "action_e2e_failing-waitdaemon-user")
+	if err != nil {
+		t.Fatalf("the failed user container was not kept: %v", err)
+	}
+	if kept.State.ExitCode != 3 || kept.Config.Labels["org.waitdaemon.role"] != "user" || kept.Config.Labels["org.waitdaemon.action-id"] != r.ID {
+		t.Errorf("kept container: exit %d, labels %v", kept.State.ExitCode, kept.Config.Labels)
+	}
+	if err := c.ContainerRemove(ctx, kept.ID, dockerapi.RemoveOptions{Force: true, Volumes: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, c, r.ID, 5*time.Second)
+}
+
+// TestSignals: SIGTERM during the wait cancels (nothing starts, nothing
+// is left); after the start it leaves the user container running.
+func TestSignals(t *testing.T) {
+	c := setup(t)
+	ctx := testCtx(t)
+	stop := func(id string) {
+		t.Helper()
+		if _, err := c.Raw(ctx, "POST", "/containers/"+id+"/stop?t=10", nil); err != nil {
+			t.Fatalf("stopping the waiter: %v", err)
+		}
+	}
+	t.Run("during the wait", func(t *testing.T) {
+		out := t.TempDir()
+		r := runAction(t, c, tinkWorker, action{name: "e2e sigterm wait", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "30"}, volumes: []string{out + ":/out"}})
+		if r.ExitCode != 0 {
+			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
+		}
+		waiter := findRole(t, c, r.ID, "waiter")
+		began := time.Now()
+		stop(waiter)
+		if d := time.Since(began); d > 5*time.Second {
+			t.Errorf("the waiter took %v to stop, want it to cancel at once", d)
+		}
+		waitGone(t, c, r.ID, 5*time.Second)
+		if _, ran := readProbe(t, out, "probe"); ran {
+			t.Error("the user container ran after the waiter was cancelled")
+		}
+	})
+	t.Run("after the start", func(t *testing.T) {
+		r := runAction(t, c, tinkWorker, action{name: "e2e sigterm run", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "0", "PROBE_SLEEP": "30"}})
+		if r.ExitCode != 0 {
+			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
+		}
+		user := findRole(t, c, r.ID, "user")
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			u, err := c.ContainerInspect(ctx, user)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.State.Running {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the user container never started: %+v", u.State)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		stop(findRole(t, c, r.ID, "waiter"))
+		u, err := c.ContainerInspect(ctx, user)
+		if err != nil || !u.State.Running {
+			t.Fatalf("after SIGTERM to the waiter, the user container is %+v (%v), want it running", u.State, err)
+		}
+		deadline = time.Now().Add(5 * time.Second)
+		for findRoleMaybe(t, c, r.ID, "waiter") != "" {
+			if time.Now().After(deadline) {
+				t.Fatal("the waiter outlived its SIGTERM")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}
+
+func findRole(t *testing.T, c *dockerapi.Client, actionID, role string) string {
+	t.Helper()
+	id := findRoleMaybe(t, c, actionID, role)
+	if id == "" {
+		t.Fatalf("no %s container for action %s", role, actionID[:12])
+	}
+	return id
+}
+
+func findRoleMaybe(t *testing.T, c *dockerapi.Client, actionID, role string) string {
+	t.Helper()
+	list, err := c.ContainerList(context.Background(), "org.waitdaemon.action-id="+actionID, "org.waitdaemon.role="+role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) == 0 {
+		return ""
+	}
+	return list[0].ID
+}

@@ -1,0 +1,277 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/internal/enginetest"
+)
+
+// The images the tests build from this checkout.
+const (
+	actionImage = "waitdaemon:e2e"
+	probeImage  = "waitdaemon-probe:e2e"
+)
+
+var buildOnce struct {
+	sync.Once
+	err error
+	out []byte
+}
+
+// setup returns a client for the local engine, with this checkout's
+// action image and the probe image built.
+func setup(t *testing.T) *dockerapi.Client {
+	t.Helper()
+	c := enginetest.Require(t)
+	buildOnce.Do(func() {
+		cmd := exec.Command("make", "-C", "..", "image", "probe-image", "IMAGE="+actionImage, "PROBE_IMAGE="+probeImage)
+		buildOnce.out, buildOnce.err = cmd.CombinedOutput()
+	})
+	if buildOnce.err != nil {
+		t.Fatalf("building the images: %v\n%s", buildOnce.err, buildOnce.out)
+	}
+	return c
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// shape is how a worker creates an action container.
+type shape string
+
+const (
+	tinkWorker shape = "tink-worker" // Tty, privileged, /workflow bind, default bridge
+	tinkAgent  shape = "tink-agent"  // no Tty, privileged, sorted env, network from the template
+)
+
+// action is one action of a template, as an operator writes it.
+type action struct {
+	name        string
+	command     []string
+	entrypoint  []string // tink-agent's cmd
+	env         map[string]string
+	volumes     []string
+	pid         string
+	network     string // tink-agent v0.25 namespaces.network
+	hostname    string
+	noSocket    bool // leave out the socket volume
+	privileged  bool // real workers always set it; this machine cannot start it
+	waitForUser bool
+}
+
+// ran is what the worker saw of an action.
+type ran struct {
+	ID         string
+	ExitCode   int
+	FinishedAt time.Time
+	Logs       string
+}
+
+// runAction runs a like a worker of the given shape: create, start, wait
+// until not running, inspect, read its output, force-remove it with its
+// volumes.
+func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
+	t.Helper()
+	ctx := testCtx(t)
+	var env []string
+	for k, v := range a.env {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	volumes := a.volumes
+	if !a.noSocket {
+		volumes = append(volumes, "/var/run/docker.sock:/var/run/docker.sock")
+	}
+	body := dockerapi.CreateRequest{
+		Config: dockerapi.Config{Image: actionImage, Cmd: a.command, Env: env, Entrypoint: a.entrypoint, Hostname: a.hostname},
+		HostConfig: dockerapi.HostConfig{
+			Privileged: a.privileged,
+			PidMode:    a.pid,
+		},
+	}
+	var name string
+	switch sh {
+	case tinkWorker:
+		name = "action_" + sanitize(a.name)
+		body.Tty, body.AttachStdout, body.AttachStderr = true, true, true
+		wf := t.TempDir()
+		body.HostConfig.Binds = append([]string{wf + ":/workflow"}, volumes...)
+	case tinkAgent:
+		name = "tinkerbell_" + sanitize(a.name) + "_e2e"
+		body.HostConfig.Binds = volumes
+		body.HostConfig.NetworkMode = a.network
+	}
+	created, err := c.ContainerCreate(ctx, name, body)
+	if err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	t.Cleanup(func() { removeAction(c, created.ID) })
+	if err := c.ContainerStart(ctx, created.ID); err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	res, err := c.ContainerWait(ctx, created.ID, dockerapi.WaitNotRunning)
+	if err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	ctr, err := c.ContainerInspect(ctx, created.ID)
+	if err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	var out bytes.Buffer
+	if err := c.ContainerLogs(ctx, created.ID, dockerapi.LogsOptions{TTY: body.Tty}, &out, &out); err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	finished, err := time.Parse(time.RFC3339Nano, ctr.State.FinishedAt)
+	if err != nil {
+		t.Fatalf("worker: FinishedAt %q: %v", ctr.State.FinishedAt, err)
+	}
+	if err := c.ContainerRemove(ctx, created.ID, dockerapi.RemoveOptions{Force: true, Volumes: true}); err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	return ran{ID: created.ID, ExitCode: res.StatusCode, FinishedAt: finished, Logs: out.String()}
+}
+
+func removeAction(c *dockerapi.Client, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_ = c.ContainerRemove(ctx, id, dockerapi.RemoveOptions{Force: true, Volumes: true})
+	list, _ := c.ContainerList(ctx, "org.waitdaemon.action-id="+id)
+	for _, l := range list {
+		_ = c.ContainerRemove(ctx, l.ID, dockerapi.RemoveOptions{Force: true, Volumes: true})
+	}
+}
+
+// sanitize is tink-worker's: every character outside [a-zA-Z0-9_.-]
+// becomes _.
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '.' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// event is one JSON line of waitdaemon's output.
+type event map[string]any
+
+func (e event) str(k string) string { s, _ := e[k].(string); return s }
+
+func (e event) num(k string) float64 { n, _ := e[k].(float64); return n }
+
+// events parses the JSON lines in out.
+func events(out string) []event {
+	var evs []event
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var e event
+		if json.Unmarshal([]byte(strings.TrimSpace(sc.Text())), &e) == nil {
+			evs = append(evs, e)
+		}
+	}
+	return evs
+}
+
+func find(evs []event, msg string) (event, bool) {
+	for _, e := range evs {
+		if e.str("msg") == msg {
+			return e, true
+		}
+	}
+	return nil, false
+}
+
+// followWaiter streams the waiter's output until it exits, and returns
+// it. The waiter of action id must still be there.
+func followWaiter(t *testing.T, c *dockerapi.Client, actionID string) []event {
+	t.Helper()
+	ctx := testCtx(t)
+	list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+actionID, "org.waitdaemon.role=waiter")
+	if err != nil || len(list) != 1 {
+		t.Fatalf("looking for the waiter of %s: %v, %d found", actionID[:12], err, len(list))
+	}
+	var out bytes.Buffer
+	err = c.ContainerLogs(ctx, list[0].ID, dockerapi.LogsOptions{Follow: true}, &out, &out)
+	if err != nil && !errors.Is(err, dockerapi.ErrNotFound) {
+		t.Fatalf("following the waiter: %v", err)
+	}
+	return events(out.String())
+}
+
+// waitGone waits until no container of action id remains, and fails the
+// test when one is still there after limit.
+func waitGone(t *testing.T, c *dockerapi.Client, actionID string, limit time.Duration) {
+	t.Helper()
+	ctx := testCtx(t)
+	deadline := time.Now().Add(limit)
+	for {
+		list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+actionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			var names []string
+			for _, l := range list {
+				names = append(names, fmt.Sprintf("%s (%s)", l.Names, l.State))
+			}
+			t.Fatalf("containers left behind after %s: %s", limit, strings.Join(names, ", "))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// probeReport is what the probe recorded.
+type probeReport struct {
+	Args       []string          `json:"args"`
+	Env        []string          `json:"env"`
+	Hostname   string            `json:"hostname"`
+	Namespaces map[string]string `json:"namespaces"`
+	Mounts     []string          `json:"mounts"`
+	Started    time.Time         `json:"started"`
+}
+
+func readProbe(t *testing.T, dir, name string) (probeReport, bool) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, name+".json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return probeReport{}, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r probeReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("probe report: %v\n%s", err, data)
+	}
+	return r, true
+}
+
+// hostNamespace is this test process's namespace of kind (the host's, as
+// the tests run on the host).
+func hostNamespace(t *testing.T, kind string) string {
+	ns, err := os.Readlink("/proc/self/ns/" + kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
