@@ -1,6 +1,6 @@
 // Command probe is the end-to-end tests' user image: it records exactly
 // what it received (arguments, environment, namespaces, mounts) as JSON
-// in /out/<PROBE_NAME or "probe">.json, prints it, and exits with
+// in <PROBE_DIR or /out>/<PROBE_NAME or "probe">.json, prints it, and exits with
 // PROBE_EXIT (default 0), after sleeping PROBE_SLEEP seconds (default 0).
 package main
 
@@ -45,8 +45,12 @@ func main() {
 	if name == "" {
 		name = "probe"
 	}
-	if st, err := os.Stat("/out"); err == nil && st.IsDir() {
-		if err := os.WriteFile(filepath.Join("/out", name+".json"), data, 0o644); err != nil {
+	dir := os.Getenv("PROBE_DIR")
+	if dir == "" {
+		dir = "/out"
+	}
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), data, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "probe:", err)
 			os.Exit(99)
 		}
