@@ -36,6 +36,9 @@ probe-image:
 	cp testdata/probe/Dockerfile bin/probe/
 	DOCKER_BUILDKIT=0 docker build -q -t $(PROBE_IMAGE) bin/probe
 
+bench: engine build image probe-image
+	go run ./bench -image $(IMAGE) -probe $(PROBE_IMAGE)
+
 demo: engine image probe-image
 	IMAGE=$(IMAGE) PROBE_IMAGE=$(PROBE_IMAGE) scripts/demo.sh
 

@@ -23,6 +23,7 @@ type Container struct {
 type ContainerState struct {
 	Status     string
 	Running    bool
+	Pid        int
 	ExitCode   int
 	Error      string
 	StartedAt  string

@@ -1,0 +1,193 @@
+// Command bench measures waitdaemon on the local engine and prints a
+// markdown table: phase 1's time against a bare container start measured
+// in the same run, the image and binary sizes, and the waiter's peak
+// memory while it waits. Run it with `make bench`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+)
+
+func main() {
+	runs := flag.Int("runs", 15, "runs of each measurement")
+	image := flag.String("image", "waitdaemon:dev", "the action image")
+	probe := flag.String("probe", "waitdaemon-probe:dev", "the user image")
+	flag.Parse()
+	if err := run(*runs, *image, *probe); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(runs int, image, probe string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	c := &dockerapi.Client{}
+	if _, err := c.APIVersion(ctx); err != nil {
+		return fmt.Errorf("no engine: %w (make engine starts one)", err)
+	}
+	var bridge, host, phase1 []time.Duration
+	for i := range runs {
+		d, err := bareStart(ctx, c, probe, "default")
+		if err != nil {
+			return err
+		}
+		bridge = append(bridge, d)
+		if d, err = bareStart(ctx, c, probe, "host"); err != nil {
+			return err
+		}
+		host = append(host, d)
+		if d, err = action(ctx, c, image, probe, fmt.Sprintf("bench_%d", i)); err != nil {
+			return err
+		}
+		phase1 = append(phase1, d)
+	}
+	hwm, err := waiterMemory(ctx, c, image, probe)
+	if err != nil {
+		return err
+	}
+	img, err := c.ImageInspect(ctx, image)
+	if err != nil {
+		return err
+	}
+
+	fmt.Printf("| measure (%d runs) | median | range | target |\n|---|---|---|---|\n", runs)
+	row := func(name string, ds []time.Duration, target string) {
+		lo, med, hi := stats(ds)
+		fmt.Printf("| %s | %d ms | %d–%d ms | %s |\n", name, med.Milliseconds(), lo.Milliseconds(), hi.Milliseconds(), target)
+	}
+	row("bare create+start, default bridge", bridge, "")
+	row("bare create+start, host network", host, "")
+	row("phase 1 (action StartedAt→FinishedAt)", phase1, "")
+	_, b, _ := stats(bridge)
+	_, p, _ := stats(phase1)
+	fmt.Printf("| phase 1 / bare bridge | %.2f× | | ≤ 0.55× |\n", float64(p)/float64(b))
+	fmt.Printf("| image %s | %.2f MB | | ≤ 6.5 MB |\n", image, float64(img.Size)/1e6)
+	for _, arch := range []string{"amd64", "arm64"} {
+		if st, err := os.Stat("bin/waitdaemon-linux-" + arch); err == nil {
+			fmt.Printf("| binary linux/%s (stripped) | %.2f MB | | |\n", arch, float64(st.Size())/1e6)
+		}
+	}
+	fmt.Printf("| waiter peak memory (VmHWM) while waiting | %.2f MB | | ≤ 5 MB |\n", float64(hwm)/1e6)
+	return nil
+}
+
+// bareStart times a create and start of the user image, as the client
+// sees it, then removes the container.
+func bareStart(ctx context.Context, c *dockerapi.Client, probe, network string) (time.Duration, error) {
+	began := time.Now()
+	created, err := c.ContainerCreate(ctx, "", dockerapi.CreateRequest{
+		Config:     dockerapi.Config{Image: probe, Env: []string{"PROBE_SLEEP=30"}},
+		HostConfig: dockerapi.HostConfig{NetworkMode: network},
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer c.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockerapi.RemoveOptions{Force: true, Volumes: true})
+	if err := c.ContainerStart(ctx, created.ID); err != nil {
+		return 0, err
+	}
+	return time.Since(began), nil
+}
+
+// action runs one action shaped like tink-worker's and returns its
+// StartedAt→FinishedAt, once everything it made is gone.
+func action(ctx context.Context, c *dockerapi.Client, image, probe, name string) (time.Duration, error) {
+	id, err := startAction(ctx, c, image, probe, name, "0")
+	if err != nil {
+		return 0, err
+	}
+	if _, err := c.ContainerWait(ctx, id, dockerapi.WaitNotRunning); err != nil {
+		return 0, err
+	}
+	ctr, err := c.ContainerInspect(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	if ctr.State.ExitCode != 0 {
+		return 0, fmt.Errorf("action %s exited %d", name, ctr.State.ExitCode)
+	}
+	_ = c.ContainerRemove(ctx, id, dockerapi.RemoveOptions{Force: true, Volumes: true})
+	started, err1 := time.Parse(time.RFC3339Nano, ctr.State.StartedAt)
+	finished, err2 := time.Parse(time.RFC3339Nano, ctr.State.FinishedAt)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return finished.Sub(started), waitGone(ctx, c, id)
+}
+
+func startAction(ctx context.Context, c *dockerapi.Client, image, probe, name, wait string) (string, error) {
+	created, err := c.ContainerCreate(ctx, "action_"+name, dockerapi.CreateRequest{
+		Config: dockerapi.Config{
+			Image: image, Cmd: []string{"reboot"}, Tty: true, AttachStdout: true, AttachStderr: true,
+			Env: []string{"IMAGE=" + probe, "WAIT_SECONDS=" + wait},
+		},
+		HostConfig: dockerapi.HostConfig{Binds: []string{"/var/run/docker.sock:/var/run/docker.sock"}, PidMode: "host"},
+	})
+	if err != nil {
+		return "", err
+	}
+	return created.ID, c.ContainerStart(ctx, created.ID)
+}
+
+// waitGone waits until the action's waiter and user container are gone.
+func waitGone(ctx context.Context, c *dockerapi.Client, actionID string) error {
+	for range 200 {
+		list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+actionID)
+		if err != nil || len(list) == 0 {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("action %s left containers behind", actionID[:12])
+}
+
+// waiterMemory runs an action with a long wait and reads the waiter's
+// peak resident memory from /proc while it waits.
+func waiterMemory(ctx context.Context, c *dockerapi.Client, image, probe string) (int64, error) {
+	id, err := startAction(ctx, c, image, probe, "bench_memory", "3")
+	if err != nil {
+		return 0, err
+	}
+	defer waitGone(context.WithoutCancel(ctx), c, id)
+	defer c.ContainerRemove(context.WithoutCancel(ctx), id, dockerapi.RemoveOptions{Force: true})
+	if _, err := c.ContainerWait(ctx, id, dockerapi.WaitNotRunning); err != nil {
+		return 0, err
+	}
+	time.Sleep(time.Second)
+	list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+id, "org.waitdaemon.role=waiter")
+	if err != nil || len(list) != 1 {
+		return 0, fmt.Errorf("finding the waiter: %v (%d found)", err, len(list))
+	}
+	w, err := c.ContainerInspect(ctx, list[0].ID)
+	if err != nil {
+		return 0, err
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", w.State.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the waiter's memory (run as root on the engine's host): %w", err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb)
+			return kb * 1024, nil
+		}
+	}
+	return 0, errors.New("no VmHWM in the waiter's status")
+}
+
+func stats(ds []time.Duration) (lo, med, hi time.Duration) {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[0], s[len(s)/2], s[len(s)-1]
+}
