@@ -41,6 +41,9 @@ func (a AuthConfig) String() string {
 	return fmt.Sprintf("identity token for %s", a.ServerAddress)
 }
 
+// GoString keeps credentials out of %#v too.
+func (a AuthConfig) GoString() string { return a.String() }
+
 // header encodes a as the X-Registry-Auth header: base64url of its JSON.
 func (a AuthConfig) header() string {
 	data, _ := json.Marshal(a)

@@ -25,9 +25,6 @@ func ParseReference(s string) (Reference, error) {
 	if s == "" {
 		return bad("it is empty")
 	}
-	if len(s) > 512 {
-		return bad("it is longer than 512 characters")
-	}
 	var r Reference
 	rest := s
 	if name, digest, ok := strings.Cut(rest, "@"); ok {
@@ -51,7 +48,7 @@ func ParseReference(s string) (Reference, error) {
 		}
 		r.Domain, rest = first, path
 	}
-	if len(rest) > 255 {
+	if len(rest)+len(r.Domain) > 254 {
 		return bad("the name is longer than 255 characters")
 	}
 	for _, comp := range strings.Split(rest, "/") {
@@ -125,6 +122,9 @@ func validTag(t string) bool {
 func validDigest(d string) bool {
 	alg, hex, ok := strings.Cut(d, ":")
 	if !ok || alg == "" || len(hex) < 32 {
+		return false
+	}
+	if want, known := map[string]int{"sha256": 64, "sha384": 96, "sha512": 128}[alg]; known && len(hex) != want {
 		return false
 	}
 	for _, c := range alg {
