@@ -182,8 +182,10 @@ func checkTiming(t *testing.T, r ran, started, exited map[string]any, wait int) 
 	if math.Abs(float64(late)) > float64(maxLate) {
 		t.Errorf("start request sent %v after the action's exit + %ds, want within ±%v", late, wait, maxLate)
 	}
-	if engineLate < late || engineLate > late+time.Second {
-		t.Errorf("the engine started the user container %v after exit + %ds, want between %v and %v", engineLate, wait, late, late+time.Second)
+	// The engine's own start time comes on top; it only has to follow the
+	// request, since a loaded machine can take seconds.
+	if engineLate < late || engineLate > late+20*time.Second {
+		t.Errorf("the engine started the user container %v after exit + %ds, want after the request (%v) and within 20s of it", engineLate, wait, late)
 	}
 }
 
