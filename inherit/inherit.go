@@ -39,20 +39,21 @@ func Plan(in Input) Output {
 	c := in.Container
 	img := in.Image
 	shortID := c.ID[:min(12, len(c.ID))]
+	podman := fromPodman(c)
 
 	cfg := dockerapi.Config{
 		Image:       in.UserImage,
 		Domainname:  c.Config.Domainname,
 		Tty:         c.Config.Tty,
 		OpenStdin:   c.Config.OpenStdin,
-		Env:         userEnv(c.Config.Env, img.Env),
+		Env:         userEnv(c.Config.Env, img.Env, podman),
 		Labels:      userLabels(c.Config.Labels, img.Labels),
 		StopTimeout: c.Config.StopTimeout,
 	}
 	cfg.Cmd, cfg.Entrypoint = command(c.Config, img)
-	cfg.User = differs(c.Config.User, img.User)
-	cfg.WorkingDir = differs(c.Config.WorkingDir, img.WorkingDir)
-	cfg.StopSignal = differs(c.Config.StopSignal, img.StopSignal)
+	cfg.User = differs(c.Config.User, img.User, nil)
+	cfg.WorkingDir = differs(c.Config.WorkingDir, img.WorkingDir, workingDir)
+	cfg.StopSignal = differs(c.Config.StopSignal, img.StopSignal, stopSignal)
 	if c.Config.Healthcheck != nil && !reflect.DeepEqual(c.Config.Healthcheck, img.Healthcheck) {
 		cfg.Healthcheck = c.Config.Healthcheck
 	}
@@ -67,37 +68,68 @@ func Plan(in Input) Output {
 	host.AutoRemove = false  // the waiter removes a container that succeeded
 	host.RestartPolicy = nil // a restarted reboot would loop
 	host.Links = rewriteLinks(host.Links)
+	host.PortBindings = nullIsEmpty(host.PortBindings)
+	host.PidMode = notPrivate(host.PidMode)
+	host.UTSMode = notPrivate(host.UTSMode)
+	if podman && host.MemorySwappiness != nil && *host.MemorySwappiness == 0 {
+		// Podman 4.3 reports 0 where nothing was set (Docker reports null
+		// or -1). Sent back, 0 is a setting the action never had, and one
+		// that a cgroup v2 host cannot apply.
+		host.MemorySwappiness = nil
+	}
 
 	out := Output{Create: dockerapi.CreateRequest{Config: cfg, HostConfig: host}}
 	out.Create.NetworkingConfig, out.Connect = networks(c, shortID, in.APIVersion)
 	return out
 }
 
-// command returns the Cmd and Entrypoint to set: each only where the
-// action differs from its image, so the user image's own apply otherwise.
-// The action's command is the user image's command: an empty one runs the
-// user image's default.
+// command returns the Cmd and Entrypoint to set. The action's command is
+// the user image's command: where the action kept its image's Entrypoint,
+// the user image's own applies, and an empty command runs the user
+// image's default. An Entrypoint the action set travels with its Cmd,
+// whatever that is: the engine takes no image Cmd once an Entrypoint is
+// given.
 func command(c dockerapi.Config, img dockerapi.Config) (cmd, entrypoint []string) {
 	if !slices.Equal(c.Entrypoint, img.Entrypoint) {
-		entrypoint = c.Entrypoint
+		return c.Cmd, c.Entrypoint
 	}
 	if !slices.Equal(c.Cmd, img.Cmd) {
-		cmd = c.Cmd
+		return c.Cmd, nil
 	}
-	return cmd, entrypoint
+	return nil, nil
+}
+
+// podmanEnv is the variable Podman puts in the environment of every
+// container it makes.
+const podmanEnv = "container=podman"
+
+// fromPodman tells a container that Podman made. Its Docker-compatible
+// inspect (seen on 4.3) reports some values that nobody set.
+func fromPodman(c dockerapi.Container) bool {
+	return slices.Contains(c.Config.Env, podmanEnv)
 }
 
 // userEnv is the container's environment minus the entries its image
-// brought unchanged, minus waitdaemon's own variables.
-func userEnv(env, imageEnv []string) []string {
+// brought unchanged, minus those Podman added by itself, minus
+// waitdaemon's own variables.
+func userEnv(env, imageEnv []string, podman bool) []string {
 	control := Control(env)
 	var out []string
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if control[name] || slices.Contains(imageEnv, kv) {
-			continue
+		switch {
+		case control[name], slices.Contains(imageEnv, kv):
+		case podman && (kv == podmanEnv || kv == "TERM=xterm"):
+			// Podman 4.3 adds both to every container, and will add them
+			// to the user container again. TERM=xterm comes from its
+			// default environment whether or not there is a Tty (the
+			// recorded tink-worker create, with a Tty, sent no TERM), so
+			// it is dropped with or without one: copied, it would
+			// override a TERM the user image sets, as an operator's
+			// setting would.
+		default:
+			out = append(out, kv)
 		}
-		out = append(out, kv)
 	}
 	return out
 }
@@ -121,11 +153,48 @@ func userLabels(labels, imageLabels map[string]string) map[string]string {
 	return out
 }
 
-func differs(v, imageV string) string {
-	if v == imageV {
+// differs is v where it differs from the image's value, else "". A
+// non-nil canon maps the values that mean the same to one.
+func differs(v, imageV string, canon func(string) string) string {
+	if canon == nil {
+		canon = func(s string) string { return s }
+	}
+	if canon(v) == canon(imageV) {
 		return ""
 	}
 	return v
+}
+
+// workingDir is the directory that dir means: none is the root. Podman
+// 4.3 reports "/" for a container whose image names none; copied, it
+// would override the user image's own.
+func workingDir(dir string) string {
+	if dir == "" {
+		return "/"
+	}
+	return dir
+}
+
+// stopSignal is sig with the engine's default, SIGTERM, as "". Podman
+// 4.3 reports "15" for a container whose image names none.
+func stopSignal(sig string) string {
+	switch strings.TrimPrefix(strings.ToUpper(sig), "SIG") {
+	case "", "TERM", "15":
+		return ""
+	}
+	return sig
+}
+
+// notPrivate drops the pid or UTS namespace mode "private", which Podman
+// 4.3 reports for the namespaces it made by default. Docker has no such
+// mode for these two (create answers 400 "invalid PID mode"), and "" means
+// the same private namespace on both engines. (For IPC and cgroup
+// namespaces "private" is a Docker value, and stays.)
+func notPrivate(mode string) string {
+	if mode == "private" {
+		return ""
+	}
+	return mode
 }
 
 func subtractSet(set, image map[string]struct{}) map[string]struct{} {
@@ -169,51 +238,65 @@ func rewriteLinks(links []string) []string {
 
 // networks carries the container's networks as endpoint configuration,
 // without runtime data or the old short ID among the aliases. Below API
-// 1.44 only the primary network goes in the create; the others come back
-// to be connected after it.
+// 1.44 only one network goes in the create, the primary one; the others
+// come back to be connected after it.
 func networks(c dockerapi.Container, shortID, apiVersion string) (*dockerapi.NetworkingConfig, map[string]dockerapi.EndpointSettings) {
 	mode := c.HostConfig.NetworkMode
 	if mode == "host" || mode == "none" || strings.HasPrefix(mode, "container:") {
 		return nil, nil
-	}
-	primary := mode
-	if primary == "" || primary == "default" {
-		primary = "bridge"
 	}
 	endpoints := map[string]dockerapi.EndpointSettings{}
 	for name, ep := range c.NetworkSettings.Networks {
 		cfg := dockerapi.EndpointSettings{
 			IPAMConfig: nullIsEmpty(ep.IPAMConfig),
 			Links:      rewriteLinks(ep.Links),
-			DriverOpts: ep.DriverOpts,
+		}
+		if len(ep.DriverOpts) > 0 {
+			cfg.DriverOpts = ep.DriverOpts
 		}
 		for _, a := range ep.Aliases {
+			// Docker adds the short ID at start (below API 1.45), Podman
+			// 4.3 already at create.
 			if a != shortID {
 				cfg.Aliases = append(cfg.Aliases, a)
 			}
-		}
-		if name == primary && reflect.DeepEqual(cfg, dockerapi.EndpointSettings{}) {
-			continue // the engine gives the primary network by itself
 		}
 		endpoints[name] = cfg
 	}
 	if len(endpoints) == 0 {
 		return nil, nil
 	}
-	if !dockerapi.VersionLess(apiVersion, "1.44") {
-		return &dockerapi.NetworkingConfig{EndpointsConfig: endpoints}, nil
+	// The network the mode names: Docker's default one is "bridge".
+	modeNet := mode
+	if modeNet == "" || modeNet == "default" {
+		modeNet = "bridge"
 	}
-	var create *dockerapi.NetworkingConfig
-	if ep, ok := endpoints[primary]; ok {
-		create = &dockerapi.NetworkingConfig{EndpointsConfig: map[string]dockerapi.EndpointSettings{primary: ep}}
+	// The mode may name none of the networks: Podman 4.3 reports the mode
+	// "bridge" whatever networks it attached (its default one is called
+	// "podman"). The first by name is then the primary.
+	primary := modeNet
+	if _, ok := endpoints[primary]; !ok {
+		primary = slices.Min(slices.Collect(maps.Keys(endpoints)))
+	}
+	create, connect := endpoints, map[string]dockerapi.EndpointSettings(nil)
+	if dockerapi.VersionLess(apiVersion, "1.44") {
+		create = map[string]dockerapi.EndpointSettings{primary: endpoints[primary]}
 		delete(endpoints, primary)
+		if len(endpoints) > 0 {
+			connect = endpoints
+		}
 	}
-	if len(endpoints) == 0 {
-		endpoints = nil
+	// Alone, an empty endpoint on the mode's own network says nothing:
+	// the engine attaches that network by itself. Next to others it must
+	// stay, as an engine given endpoints attaches those only.
+	if ep, ok := create[modeNet]; ok && len(create) == 1 && reflect.DeepEqual(ep, dockerapi.EndpointSettings{}) {
+		return nil, connect
 	}
-	return create, endpoints
+	return &dockerapi.NetworkingConfig{EndpointsConfig: create}, connect
 }
 
+// nullIsEmpty turns a raw JSON null into nothing, which omitempty leaves
+// out.
 func nullIsEmpty(m []byte) []byte {
 	if string(m) == "null" {
 		return nil

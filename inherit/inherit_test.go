@@ -1,0 +1,679 @@
+package inherit
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// caseDir holds the recorded inputs; see its README.md.
+const caseDir = "../testdata/inherit"
+
+// requiredCases must each have a recorded input: a lost file fails the
+// test rather than shrinking it.
+var requiredCases = []string{
+	"aliases",
+	"caps-and-devices",
+	"compose-labels",
+	"container-network",
+	"custom-hostname",
+	"dns-and-hosts",
+	"empty-command",
+	"image-env-and-labels",
+	"links",
+	"links-bridge",
+	"mounts-and-tmpfs",
+	"podman-mounts",
+	"podman-tink-worker-reboot",
+	"port-bindings",
+	"privileged",
+	"resources-and-limits",
+	"tink-agent-entrypoint",
+	"tink-agent-host-network",
+	"tink-worker-kexec",
+	"tink-worker-reboot",
+	"uts-host",
+}
+
+// recorded is one file of caseDir.
+type recorded struct {
+	Note       string
+	Engine     string
+	UserImage  string
+	APIVersion string
+	Container  json.RawMessage
+	Image      dockerapi.Config
+}
+
+func readCase(tb testing.TB, name string) recorded {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join(caseDir, name+".json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var r recorded
+	if err := json.Unmarshal(data, &r); err != nil {
+		tb.Fatalf("%s: %v", name, err)
+	}
+	return r
+}
+
+func (r recorded) input(tb testing.TB) Input {
+	tb.Helper()
+	var c dockerapi.Container
+	if err := json.Unmarshal(r.Container, &c); err != nil {
+		tb.Fatal(err)
+	}
+	return Input{Container: c, Image: r.Image, UserImage: r.UserImage, APIVersion: r.APIVersion}
+}
+
+// caseNames is every recorded case, failing on a required one missing.
+func caseNames(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(caseDir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".json"))
+	}
+	for _, name := range requiredCases {
+		if !slices.Contains(names, name) {
+			t.Errorf("recorded case %s.json is missing from %s", name, caseDir)
+		}
+	}
+	return names
+}
+
+func marshal(t *testing.T, out Output) []byte {
+	t.Helper()
+	js, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(js, '\n')
+}
+
+// TestPlan compares each recorded case's plan with its golden file, and
+// checks what matters about it in checks.
+func TestPlan(t *testing.T) {
+	names := caseNames(t)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			out := Plan(readCase(t, name).input(t))
+			got := marshal(t, out)
+			golden := filepath.Join("testdata", "golden", name+".json")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to write it)", err)
+			}
+			if !bytes.Equal(want, got) {
+				t.Errorf("plan differs from %s (-want +got):\n%s", golden, lineDiff(string(want), string(got)))
+			}
+			check, ok := checks[name]
+			if !ok {
+				t.Fatalf("no checks for case %s: add them to checks", name)
+			}
+			check(t, out, got)
+		})
+	}
+	// A golden file without its case is stale.
+	goldens, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
+	for _, g := range goldens {
+		if name := strings.TrimSuffix(filepath.Base(g), ".json"); !slices.Contains(names, name) {
+			t.Errorf("%s has no recorded case in %s: remove it", g, caseDir)
+		}
+	}
+}
+
+// checks states, case by case, what the plan must get right, so that the
+// goldens are not the only word.
+var checks = map[string]func(t *testing.T, out Output, js []byte){
+	"tink-worker-reboot": func(t *testing.T, out Output, js []byte) {
+		c, h := out.Create.Config, out.Create.HostConfig
+		is(t, "Image", c.Image, "alpine:3.20")
+		is(t, "Cmd", c.Cmd, []string{"reboot"})
+		is(t, "Entrypoint", c.Entrypoint, []string(nil))
+		is(t, "Env", c.Env, []string(nil)) // IMAGE, WAIT_SECONDS and our image's PATH are gone
+		is(t, "Hostname", c.Hostname, "")
+		is(t, "Tty", c.Tty, true)
+		is(t, "AttachStdout", c.AttachStdout, false)
+		is(t, "Labels", c.Labels, map[string]string(nil))
+		is(t, "Privileged", h.Privileged, true)
+		is(t, "PidMode", h.PidMode, "host")
+		is(t, "Binds", h.Binds, []string{"/worker/wf-1:/workflow", "/var/run/docker.sock:/var/run/docker.sock"})
+		is(t, "RestartPolicy", h.RestartPolicy, (*dockerapi.RestartPolicy)(nil))
+		noNetworking(t, out)
+		nullPaths(t, js)
+	},
+	"tink-worker-kexec": func(t *testing.T, out Output, js []byte) {
+		c, h := out.Create.Config, out.Create.HostConfig
+		is(t, "Image", c.Image, "alpine:3.20")
+		is(t, "Cmd", c.Cmd, []string(nil))
+		is(t, "Entrypoint", c.Entrypoint, []string(nil))
+		is(t, "Env", c.Env, []string{"BLOCK_DEVICE=/dev/sda1", "FS_TYPE=ext4"})
+		is(t, "Hostname", c.Hostname, "")
+		is(t, "Privileged", h.Privileged, true)
+		is(t, "PidMode", h.PidMode, "host")
+		is(t, "Binds", h.Binds, []string{"/worker/wf-1:/workflow", "/var/run/docker.sock:/var/run/docker.sock"})
+		noNetworking(t, out)
+	},
+	"empty-command": func(t *testing.T, out Output, js []byte) {
+		c := out.Create.Config
+		is(t, "Cmd", c.Cmd, []string(nil))
+		is(t, "Entrypoint", c.Entrypoint, []string(nil))
+		is(t, "Env", c.Env, []string(nil))
+		is(t, "Hostname", c.Hostname, "")
+		noNetworking(t, out)
+	},
+	"aliases": func(t *testing.T, out Output, js []byte) {
+		c := out.Create.Config
+		is(t, "Cmd", c.Cmd, []string{"reboot"})
+		// The aliases are set, so the plain names are the user's.
+		is(t, "Env", c.Env, []string{"IMAGE=user-value", "WAIT_SECONDS=user-value"})
+	},
+	"tink-agent-host-network": func(t *testing.T, out Output, js []byte) {
+		c, h := out.Create.Config, out.Create.HostConfig
+		is(t, "NetworkMode", h.NetworkMode, "host")
+		is(t, "Hostname", c.Hostname, "") // "vm", the host's name
+		is(t, "Cmd", c.Cmd, []string{"reboot"})
+		is(t, "Env", c.Env, []string(nil))
+		is(t, "Tty", c.Tty, false)
+		is(t, "Privileged", h.Privileged, true)
+		is(t, "PidMode", h.PidMode, "host")
+		noNetworking(t, out)
+	},
+	"tink-agent-entrypoint": func(t *testing.T, out Output, js []byte) {
+		c := out.Create.Config
+		is(t, "Entrypoint", c.Entrypoint, []string{"/bin/sh", "-c"})
+		is(t, "Cmd", c.Cmd, []string{"echo hi; reboot"})
+		is(t, "Env", c.Env, []string(nil))
+	},
+	"custom-hostname": func(t *testing.T, out Output, js []byte) {
+		is(t, "Hostname", out.Create.Hostname, "foo")
+	},
+	"container-network": func(t *testing.T, out Output, js []byte) {
+		is(t, "Hostname", out.Create.Hostname, "")
+		if !strings.HasPrefix(out.Create.HostConfig.NetworkMode, "container:0100d4001ce8") {
+			t.Errorf("NetworkMode = %q, want the helper's container:<id>", out.Create.HostConfig.NetworkMode)
+		}
+		noNetworking(t, out)
+	},
+	"uts-host": func(t *testing.T, out Output, js []byte) {
+		is(t, "Hostname", out.Create.Hostname, "")
+		is(t, "UTSMode", out.Create.HostConfig.UTSMode, "host")
+	},
+	"privileged": func(t *testing.T, out Output, js []byte) {
+		h := out.Create.HostConfig
+		is(t, "Privileged", h.Privileged, true)
+		is(t, "SecurityOpt", h.SecurityOpt, []string{"label=disable"})
+		nullPaths(t, js)
+	},
+	"mounts-and-tmpfs": func(t *testing.T, out Output, js []byte) {
+		h := out.Create.HostConfig
+		is(t, "Mounts", h.Mounts, []dockerapi.Mount{
+			{Type: "bind", Source: "/tmp", Target: "/hosttmp", ReadOnly: true},
+			{Type: "volume", Source: "wd-inherit-vol", Target: "/data"},
+		})
+		is(t, "Tmpfs", h.Tmpfs, map[string]string{"/run": "rw,size=64m"})
+		is(t, "Binds", h.Binds, []string{"/var/run/docker.sock:/var/run/docker.sock"})
+		is(t, "Volumes", out.Create.Volumes, map[string]struct{}(nil))
+	},
+	"caps-and-devices": func(t *testing.T, out Output, js []byte) {
+		h := out.Create.HostConfig
+		is(t, "CapAdd", h.CapAdd, []string{"CAP_SYS_ADMIN"})
+		is(t, "CapDrop", h.CapDrop, []string{"CAP_NET_RAW"})
+		is(t, "Devices", h.Devices, []dockerapi.DeviceMapping{{PathOnHost: "/dev/null", PathInContainer: "/dev/mynull", CgroupPermissions: "rwm"}})
+		is(t, "DeviceCgroupRules", h.DeviceCgroupRules, []string{"c 1:3 rmw"})
+		is(t, "SecurityOpt", h.SecurityOpt, []string{"apparmor=unconfined", "seccomp=unconfined"})
+		is(t, "GroupAdd", h.GroupAdd, []string{"10"})
+	},
+	"resources-and-limits": func(t *testing.T, out Output, js []byte) {
+		h := out.Create.HostConfig
+		is(t, "Memory", h.Memory, int64(256<<20))
+		is(t, "MemorySwap", h.MemorySwap, int64(512<<20))
+		is(t, "NanoCpus", h.NanoCpus, int64(500_000_000))
+		is(t, "PidsLimit", deref(h.PidsLimit), int64(100))
+		is(t, "Ulimits", h.Ulimits, []dockerapi.Ulimit{{Name: "nofile", Soft: 1024, Hard: 2048}})
+		is(t, "Sysctls", h.Sysctls, map[string]string{"net.ipv4.ip_forward": "1"})
+		is(t, "ShmSize", h.ShmSize, int64(128<<20))
+		is(t, "OomScoreAdj", h.OomScoreAdj, 100)
+		is(t, "Init", deref(h.Init), true)
+		is(t, "ReadonlyRootfs", h.ReadonlyRootfs, true)
+		is(t, "IpcMode", h.IpcMode, "private")
+		is(t, "CgroupnsMode", h.CgroupnsMode, "private")
+		is(t, "LogConfig", h.LogConfig, &dockerapi.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m"}})
+	},
+	"dns-and-hosts": func(t *testing.T, out Output, js []byte) {
+		h := out.Create.HostConfig
+		is(t, "Dns", h.Dns, []string{"1.1.1.1"})
+		is(t, "DnsSearch", h.DnsSearch, []string{"example.test"})
+		is(t, "DnsOptions", h.DnsOptions, []string{"ndots:2"})
+		is(t, "ExtraHosts", h.ExtraHosts, []string{"provisioner:192.168.1.1"})
+	},
+	"image-env-and-labels": func(t *testing.T, out Output, js []byte) {
+		c := out.Create.Config
+		// PATH differs from the image's, so the operator set it.
+		is(t, "Env", c.Env, []string{"PATH=/custom/bin", "FOO=bar"})
+		is(t, "Labels", c.Labels, map[string]string{"app": "reboot"})
+		is(t, "WorkingDir", c.WorkingDir, "/work")
+		is(t, "User", c.User, "1000:1000")
+		is(t, "StopSignal", c.StopSignal, "SIGINT")
+	},
+	"compose-labels": func(t *testing.T, out Output, js []byte) {
+		is(t, "Labels", out.Create.Labels, map[string]string{"app": "reboot"})
+	},
+	"links-bridge": func(t *testing.T, out Output, js []byte) {
+		is(t, "Links", out.Create.HostConfig.Links, []string{"wd-inherit-db:db"})
+		noNetworking(t, out)
+	},
+	"links": func(t *testing.T, out Output, js []byte) {
+		is(t, "NetworkMode", out.Create.HostConfig.NetworkMode, "wd-inherit-net")
+		is(t, "HostConfig.Links", out.Create.HostConfig.Links, []string(nil))
+		is(t, "NetworkingConfig", out.Create.NetworkingConfig, &dockerapi.NetworkingConfig{
+			EndpointsConfig: map[string]dockerapi.EndpointSettings{
+				"wd-inherit-net": {Links: []string{"wd-inherit-db:db"}, Aliases: []string{"act"}},
+			},
+		})
+		is(t, "Connect", out.Connect, map[string]dockerapi.EndpointSettings(nil))
+	},
+	"port-bindings": func(t *testing.T, out Output, js []byte) {
+		c, h := out.Create.Config, out.Create.HostConfig
+		is(t, "PortBindings", h.PortBindings, json.RawMessage(`{"80/tcp":[{"HostIp":"","HostPort":"8080"}]}`))
+		is(t, "ExposedPorts", c.ExposedPorts, map[string]struct{}{"80/tcp": {}, "9000/tcp": {}})
+		is(t, "Volumes", c.Volumes, map[string]struct{}{"/data": {}})
+	},
+	"podman-tink-worker-reboot": func(t *testing.T, out Output, js []byte) {
+		c, h := out.Create.Config, out.Create.HostConfig
+		is(t, "Image", c.Image, "alpine:3.20")
+		is(t, "Cmd", c.Cmd, []string{"reboot"})
+		is(t, "Entrypoint", c.Entrypoint, []string(nil))
+		is(t, "Env", c.Env, []string(nil)) // no container=podman, no TERM=xterm
+		is(t, "Hostname", c.Hostname, "")
+		is(t, "WorkingDir", c.WorkingDir, "") // Podman's "/"
+		is(t, "StopSignal", c.StopSignal, "") // Podman's "15"
+		is(t, "Privileged", h.Privileged, true)
+		is(t, "PidMode", h.PidMode, "host")
+		is(t, "UTSMode", h.UTSMode, "") // Podman's "private"
+		is(t, "MemorySwappiness", h.MemorySwappiness, (*int64)(nil))
+		is(t, "Binds", h.Binds, []string{"/var/run/docker.sock:/var/run/docker.sock:rw,rprivate,rbind", "/worker/wf-1:/workflow:rw,rprivate,rbind"})
+		podmanNetwork(t, out)
+	},
+	"podman-mounts": func(t *testing.T, out Output, js []byte) {
+		c, h := out.Create.Config, out.Create.HostConfig
+		is(t, "Cmd", c.Cmd, []string{"reboot"})
+		is(t, "Env", c.Env, []string(nil))
+		is(t, "WorkingDir", c.WorkingDir, "")
+		is(t, "StopSignal", c.StopSignal, "")
+		is(t, "Binds", h.Binds, []string{
+			"/tmp:/hosttmp:ro,rprivate,rbind",
+			"/var/run/docker.sock:/var/run/docker.sock:rw,rprivate,rbind",
+			"wd-inherit-vol:/data:rw,rprivate,nosuid,nodev,rbind",
+		})
+		is(t, "Tmpfs", h.Tmpfs, map[string]string{"/run": "rw,size=64m,rprivate,nosuid,nodev,tmpcopyup"})
+		is(t, "PidMode", h.PidMode, "") // Podman's "private"
+		is(t, "UTSMode", h.UTSMode, "")
+		is(t, "IpcMode", h.IpcMode, "shareable") // a Docker value too
+		podmanNetwork(t, out)
+	},
+}
+
+func is[T any](t *testing.T, what string, got, want T) {
+	t.Helper()
+	// As JSON, which is what the engine gets: null and [] differ, and
+	// pointers compare by what they point to.
+	g, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(g, w) {
+		t.Errorf("%s = %s, want %s", what, g, w)
+	}
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// noNetworking checks a plan that leaves the networks to the engine.
+func noNetworking(t *testing.T, out Output) {
+	t.Helper()
+	is(t, "NetworkingConfig", out.Create.NetworkingConfig, (*dockerapi.NetworkingConfig)(nil))
+	is(t, "Connect", out.Connect, map[string]dockerapi.EndpointSettings(nil))
+}
+
+// podmanNetwork checks Podman's default network, named "podman" under
+// the mode "bridge", without the short ID Podman aliases at create.
+func podmanNetwork(t *testing.T, out Output) {
+	t.Helper()
+	is(t, "NetworkMode", out.Create.HostConfig.NetworkMode, "bridge")
+	is(t, "NetworkingConfig", out.Create.NetworkingConfig, &dockerapi.NetworkingConfig{
+		EndpointsConfig: map[string]dockerapi.EndpointSettings{"podman": {}},
+	})
+	is(t, "Connect", out.Connect, map[string]dockerapi.EndpointSettings(nil))
+}
+
+// nullPaths checks that MaskedPaths and ReadonlyPaths are sent as null,
+// which asks for the engine's defaults, not as [], which asks for none.
+func nullPaths(t *testing.T, js []byte) {
+	t.Helper()
+	var body struct {
+		Create struct{ HostConfig map[string]json.RawMessage }
+	}
+	if err := json.Unmarshal(js, &body); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"MaskedPaths", "ReadonlyPaths"} {
+		if v, ok := body.Create.HostConfig[k]; !ok || string(v) != "null" {
+			t.Errorf("HostConfig.%s = %s, want null", k, v)
+		}
+	}
+}
+
+// TestPlanNetworks covers what the recordings do not: several networks,
+// either side of API 1.44.
+func TestPlanNetworks(t *testing.T) {
+	const id = "0123456789abcdef"
+	empty := dockerapi.EndpointSettings{}
+	aliased := dockerapi.EndpointSettings{Aliases: []string{"web"}}
+	withNetworks := func(mode string, nets map[string]dockerapi.EndpointSettings) dockerapi.Container {
+		c := dockerapi.Container{ID: id, NetworkSettings: dockerapi.NetworkSettings{Networks: nets}}
+		c.HostConfig.NetworkMode = mode
+		return c
+	}
+	cases := []struct {
+		name    string
+		c       dockerapi.Container
+		version string
+		create  map[string]dockerapi.EndpointSettings
+		connect map[string]dockerapi.EndpointSettings
+	}{{
+		name:    "default bridge alone",
+		c:       withNetworks("default", map[string]dockerapi.EndpointSettings{"bridge": {Aliases: []string{id[:12]}}}),
+		version: "1.44",
+	}, {
+		name:    "old API: second network connected after",
+		c:       withNetworks("default", map[string]dockerapi.EndpointSettings{"bridge": empty, "net": aliased}),
+		version: "1.43",
+		connect: map[string]dockerapi.EndpointSettings{"net": aliased},
+	}, {
+		name:    "new API: the empty default network stays next to another",
+		c:       withNetworks("default", map[string]dockerapi.EndpointSettings{"bridge": empty, "net": aliased}),
+		version: "1.44",
+		create:  map[string]dockerapi.EndpointSettings{"bridge": empty, "net": aliased},
+	}, {
+		name:    "old API: the mode's network goes in the create",
+		c:       withNetworks("net", map[string]dockerapi.EndpointSettings{"a": aliased, "net": aliased}),
+		version: "1.41",
+		create:  map[string]dockerapi.EndpointSettings{"net": aliased},
+		connect: map[string]dockerapi.EndpointSettings{"a": aliased},
+	}, {
+		name:    "Podman: bridge mode on a user network",
+		c:       withNetworks("bridge", map[string]dockerapi.EndpointSettings{"mynet": {Aliases: []string{id[:12]}}}),
+		version: "1.41",
+		create:  map[string]dockerapi.EndpointSettings{"mynet": empty},
+	}, {
+		name:    "Podman: bridge mode on two networks, old API",
+		c:       withNetworks("bridge", map[string]dockerapi.EndpointSettings{"b": empty, "a": aliased}),
+		version: "1.41",
+		create:  map[string]dockerapi.EndpointSettings{"a": aliased},
+		connect: map[string]dockerapi.EndpointSettings{"b": empty},
+	}, {
+		name:    "none",
+		c:       withNetworks("none", map[string]dockerapi.EndpointSettings{"none": empty}),
+		version: "1.44",
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := Plan(Input{Container: tc.c, UserImage: "alpine", APIVersion: tc.version})
+			var create map[string]dockerapi.EndpointSettings
+			if nc := out.Create.NetworkingConfig; nc != nil {
+				create = nc.EndpointsConfig
+			}
+			is(t, "create", create, tc.create)
+			is(t, "Connect", out.Connect, tc.connect)
+		})
+	}
+}
+
+// TestPlanCommand covers the Cmd and Entrypoint rules against an image
+// with both.
+func TestPlanCommand(t *testing.T) {
+	img := dockerapi.Config{Entrypoint: []string{"/ep"}, Cmd: []string{"default"}}
+	cases := []struct {
+		name                    string
+		cmd, entrypoint         []string
+		wantCmd, wantEntrypoint []string
+	}{
+		{"image defaults", []string{"default"}, []string{"/ep"}, nil, nil},
+		{"own command", []string{"reboot"}, []string{"/ep"}, []string{"reboot"}, nil},
+		{"own entrypoint, the image's command", []string{"default"}, []string{"/bin/sh"}, []string{"default"}, []string{"/bin/sh"}},
+		{"own entrypoint, no command", nil, []string{"/bin/sh"}, nil, []string{"/bin/sh"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dockerapi.Container{ID: "x", Config: dockerapi.Config{Cmd: tc.cmd, Entrypoint: tc.entrypoint}}
+			out := Plan(Input{Container: c, Image: img, UserImage: "alpine"})
+			is(t, "Cmd", out.Create.Cmd, tc.wantCmd)
+			is(t, "Entrypoint", out.Create.Entrypoint, tc.wantEntrypoint)
+		})
+	}
+}
+
+// TestPlanDefaults covers values that mean the engine's default, on
+// images with and without their own.
+func TestPlanDefaults(t *testing.T) {
+	cases := []struct {
+		name                string
+		c, img              dockerapi.Config
+		wantDir, wantSignal string
+	}{
+		{"Podman's defaults", dockerapi.Config{WorkingDir: "/", StopSignal: "15"}, dockerapi.Config{}, "", ""},
+		{"Docker's SIGTERM", dockerapi.Config{StopSignal: "SIGTERM"}, dockerapi.Config{}, "", ""},
+		{"set against the image's", dockerapi.Config{WorkingDir: "/", StopSignal: "SIGTERM"}, dockerapi.Config{WorkingDir: "/app", StopSignal: "SIGINT"}, "/", "SIGTERM"},
+		{"the image's own dir; its signal spelled otherwise, kept", dockerapi.Config{WorkingDir: "/app", StopSignal: "SIGINT"}, dockerapi.Config{WorkingDir: "/app", StopSignal: "2"}, "", "SIGINT"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := Plan(Input{Container: dockerapi.Container{Config: tc.c}, Image: tc.img})
+			is(t, "WorkingDir", out.Create.WorkingDir, tc.wantDir)
+			is(t, "StopSignal", out.Create.StopSignal, tc.wantSignal)
+		})
+	}
+}
+
+// TestPlanPodmanEnv keeps container=podman and TERM=xterm apart from the
+// same names set otherwise.
+func TestPlanPodmanEnv(t *testing.T) {
+	cases := []struct {
+		env, want []string
+	}{
+		{[]string{"container=podman", "TERM=xterm", "A=1"}, []string{"A=1"}},
+		{[]string{"TERM=xterm", "container=docker"}, []string{"TERM=xterm", "container=docker"}},
+		{[]string{"container=podman", "TERM=linux"}, []string{"TERM=linux"}},
+	}
+	for _, tc := range cases {
+		c := dockerapi.Container{Config: dockerapi.Config{Env: tc.env}}
+		is(t, fmt.Sprintf("Env from %q", tc.env), Plan(Input{Container: c}).Create.Env, tc.want)
+	}
+}
+
+func TestControl(t *testing.T) {
+	cases := []struct {
+		env         []string
+		control     []string // sorted
+		image, wait string   // the names in force
+	}{
+		{nil, []string{"IMAGE", "WAIT_SECONDS"}, "IMAGE", "WAIT_SECONDS"},
+		{[]string{"IMAGE=a", "WAIT_SECONDS=3", "PATH=/bin"}, []string{"IMAGE", "WAIT_SECONDS"}, "IMAGE", "WAIT_SECONDS"},
+		{
+			[]string{"WAITDAEMON_IMAGE=a", "IMAGE=mine"},
+			[]string{"WAITDAEMON_IMAGE", "WAIT_SECONDS"},
+			"WAITDAEMON_IMAGE", "WAIT_SECONDS",
+		},
+		{
+			[]string{"WAITDAEMON_WAIT_SECONDS=3", "WAITDAEMON_VERBOSE=1", "WAIT_SECONDS=mine"},
+			[]string{"IMAGE", "WAITDAEMON_VERBOSE", "WAITDAEMON_WAIT_SECONDS"},
+			"IMAGE", "WAITDAEMON_WAIT_SECONDS",
+		},
+		{
+			// An alias set empty, or named without a value, still counts.
+			[]string{"WAITDAEMON_IMAGE=", "WAITDAEMON_WAIT_SECONDS"},
+			[]string{"WAITDAEMON_IMAGE", "WAITDAEMON_WAIT_SECONDS"},
+			"WAITDAEMON_IMAGE", "WAITDAEMON_WAIT_SECONDS",
+		},
+		{[]string{"WAITDAEMON_IMAGEX=a", "XWAITDAEMON_Y=1"}, []string{"IMAGE", "WAITDAEMON_IMAGEX", "WAIT_SECONDS"}, "IMAGE", "WAIT_SECONDS"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.env, ","), func(t *testing.T) {
+			var got []string
+			for name, ok := range Control(tc.env) {
+				if ok {
+					got = append(got, name)
+				}
+			}
+			slices.Sort(got)
+			is(t, "Control", got, tc.control)
+			is(t, "Image.Name", Image.Name(tc.env), tc.image)
+			is(t, "WaitSeconds.Name", WaitSeconds.Name(tc.env), tc.wait)
+		})
+	}
+}
+
+// fuzzImage is the recorded config of an image shaped like waitdaemon's.
+var fuzzImage = dockerapi.Config{
+	Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+	Entrypoint: []string{"/waitdaemon", "action", "--"},
+	Labels:     map[string]string{"org.opencontainers.image.title": "waitdaemon"},
+}
+
+// FuzzPlan plans from any inspect answer with extra env lines, and checks
+// that no control variable leaks and that the plan can be sent.
+func FuzzPlan(f *testing.F) {
+	for _, name := range []string{"tink-worker-reboot", "aliases", "links", "podman-tink-worker-reboot"} {
+		f.Add([]byte(readCase(f, name).Container), "")
+	}
+	f.Add([]byte(`{"Id":"x","Config":{"Env":["IMAGE=a"]}}`), "WAITDAEMON_IMAGE=b\nWAIT_SECONDS=1")
+	f.Fuzz(func(t *testing.T, data []byte, env string) {
+		var c dockerapi.Container
+		if err := json.Unmarshal(data, &c); err != nil {
+			return
+		}
+		if env != "" {
+			c.Config.Env = append(c.Config.Env, strings.Split(env, "\n")...)
+		}
+		set := func(name string) bool {
+			return slices.ContainsFunc(c.Config.Env, func(kv string) bool {
+				k, _, _ := strings.Cut(kv, "=")
+				return k == name
+			})
+		}
+		for _, version := range []string{"1.41", "1.44"} {
+			out := Plan(Input{Container: c, Image: fuzzImage, UserImage: "alpine:3.20", APIVersion: version})
+			for _, kv := range out.Create.Env {
+				name, _, _ := strings.Cut(kv, "=")
+				switch {
+				case strings.HasPrefix(name, Prefix):
+					t.Errorf("control variable %q passed on", kv)
+				case name == Image.Plain && !set(Image.Alias):
+					t.Errorf("%q passed on without %s set", kv, Image.Alias)
+				case name == WaitSeconds.Plain && !set(WaitSeconds.Alias):
+					t.Errorf("%q passed on without %s set", kv, WaitSeconds.Alias)
+				}
+			}
+			if _, err := json.Marshal(out.Create); err != nil {
+				t.Errorf("the create body does not encode: %v", err)
+			}
+		}
+	})
+}
+
+// lineDiff shows the lines of want and got that differ, prefixed - and +,
+// with three lines of context, from a longest common subsequence.
+func lineDiff(want, got string) string {
+	a, b := strings.Split(want, "\n"), strings.Split(got, "\n")
+	// lcs[i][j] is the length of the longest common subsequence of a[i:]
+	// and b[j:].
+	lcs := make([][]int, len(a)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var lines []string
+	for i, j := 0, 0; i < len(a) || j < len(b); {
+		switch {
+		case i < len(a) && j < len(b) && a[i] == b[j]:
+			lines = append(lines, " "+a[i])
+			i, j = i+1, j+1
+		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
+			lines = append(lines, "-"+a[i])
+			i++
+		default:
+			lines = append(lines, "+"+b[j])
+			j++
+		}
+	}
+	const context = 3
+	var out strings.Builder
+	skipped := false
+	for k, l := range lines {
+		near := false
+		for d := max(0, k-context); d <= min(len(lines)-1, k+context); d++ {
+			if lines[d][0] != ' ' {
+				near = true
+				break
+			}
+		}
+		if !near {
+			if !skipped {
+				out.WriteString("  ...\n")
+			}
+			skipped = true
+			continue
+		}
+		skipped = false
+		out.WriteString(l + "\n")
+	}
+	return out.String()
+}
+
+func TestLineDiff(t *testing.T) {
+	want := "a\nb\nc\nd\ne\nf\ng\nh\ni\n"
+	got := "a\nb\nc\nd\nE\nf\ng\nh\ni\nj\n"
+	is(t, "lineDiff", lineDiff(want, got), "  ...\n b\n c\n d\n-e\n+E\n f\n g\n h\n i\n+j\n \n")
+}
