@@ -108,7 +108,7 @@ func (c *Client) init() error {
 			RetryWaitMax: time.Second,
 			RetryMax:     1 << 20, // bounded by time in the policy, not by count
 			CheckRetry:   retryPolicy(max(wait, 0)),
-			Backoff:      retryablehttp.DefaultBackoff,
+			Backoff:      cappedBackoff,
 			ErrorHandler: retryablehttp.PassthroughErrorHandler,
 		}
 		if c.Version != "" {

@@ -31,6 +31,9 @@ func Demux(r io.Reader, stdout, stderr io.Writer) error {
 			return fmt.Errorf("reading frame header: unknown stream %d", hdr[0])
 		}
 		if _, err := io.CopyN(w, r, size); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
 			return fmt.Errorf("reading frame of %d bytes: %w", size, err)
 		}
 	}

@@ -48,7 +48,7 @@ func ParseReference(s string) (Reference, error) {
 		}
 		r.Domain, rest = first, path
 	}
-	if len(rest)+len(r.Domain) > 254 {
+	if len(rest)+len(r.Domain)+min(len(r.Domain), 1) > 255 {
 		return bad("the name is longer than 255 characters")
 	}
 	for _, comp := range strings.Split(rest, "/") {

@@ -3,10 +3,13 @@ package dockerapi
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"net/http"
 	"syscall"
 	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
 )
 
 // maxRetries bounds retries of anything but an engine that is not up yet.
@@ -75,4 +78,10 @@ func engineNotUp(err error) bool {
 		return false
 	}
 	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// cappedBackoff is exponential backoff between min and max that honours
+// an engine's Retry-After only up to max.
+func cappedBackoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
+	return time.Duration(math.Min(float64(retryablehttp.DefaultBackoff(min, max, attempt, resp)), float64(max)))
 }
