@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
 
 // TestImagePullQuery checks that a pull always names a tag or a digest:
@@ -113,7 +114,7 @@ func TestImagePullErrors(t *testing.T) {
 			if errors.As(err, &apiErr) != (tc.wantStatus != 0) || tc.wantStatus != 0 && apiErr.Status != tc.wantStatus {
 				t.Errorf("errors.As(err, *Error) = %+v, want status %d (0: none)", apiErr, tc.wantStatus)
 			}
-			if d := diff(tc.wantSeen, statuses); d != "" {
+			if d := linediff.Lines(tc.wantSeen, statuses); d != "" {
 				t.Errorf("progress (-want +got):\n%s", d)
 			}
 			if n := got.total(); n != 1 {

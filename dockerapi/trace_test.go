@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
 
 // traceBuffer is a trace writer the test can read while the client writes.
@@ -84,7 +85,7 @@ func TestTraceCreate(t *testing.T) {
 		"<",
 		`{"Id":"abc","Warnings":[]}`,
 	}
-	if d := diff(want, traceLines(trace.String())); d != "" {
+	if d := linediff.Lines(want, traceLines(trace.String())); d != "" {
 		t.Errorf("trace (-want +got):\n%s", d)
 	}
 }
@@ -102,7 +103,7 @@ func TestTraceTransportError(t *testing.T) {
 	if len(lines) != len(want)+1 || !strings.HasPrefix(lines[len(lines)-1], "* ") {
 		t.Fatalf("trace = %q, want the request then one \"* error\" line", lines)
 	}
-	if d := diff(want, lines[:len(want)]); d != "" {
+	if d := linediff.Lines(want, lines[:len(want)]); d != "" {
 		t.Errorf("trace (-want +got):\n%s", d)
 	}
 }
@@ -229,7 +230,7 @@ func TestTraceStreams(t *testing.T) {
 		t.Errorf("trace when the first message arrived, want it to end with that message:\n%s", traceAtFirst)
 	}
 	wantStatuses := []string{"Pulling from rr/good", "Downloading", "Status: Downloaded newer image for 127.0.0.1:5000/rr/good:1"}
-	if d := diff(wantStatuses, statuses); d != "" {
+	if d := linediff.Lines(wantStatuses, statuses); d != "" {
 		t.Errorf("progress statuses (-want +got):\n%s", d)
 	}
 	lines := traceLines(trace.String())
@@ -237,7 +238,7 @@ func TestTraceStreams(t *testing.T) {
 	if len(lines) < len(wantTail) {
 		t.Fatalf("trace too short:\n%s", trace.String())
 	}
-	if d := diff(wantTail, lines[len(lines)-len(wantTail):]); d != "" {
+	if d := linediff.Lines(wantTail, lines[len(lines)-len(wantTail):]); d != "" {
 		t.Errorf("end of the trace (-want +got):\n%s", d)
 	}
 }

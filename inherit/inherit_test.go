@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -127,7 +128,7 @@ func TestPlan(t *testing.T) {
 				t.Fatalf("%v (run go test -update to write it)", err)
 			}
 			if !bytes.Equal(want, got) {
-				t.Errorf("plan differs from %s (-want +got):\n%s", golden, lineDiff(string(want), string(got)))
+				t.Errorf("plan differs from %s (-want +got):\n%s", golden, linediff.Text(string(want), string(got)))
 			}
 			check, ok := checks[name]
 			if !ok {
@@ -613,67 +614,4 @@ func FuzzPlan(f *testing.F) {
 			}
 		}
 	})
-}
-
-// lineDiff shows the lines of want and got that differ, prefixed - and +,
-// with three lines of context, from a longest common subsequence.
-func lineDiff(want, got string) string {
-	a, b := strings.Split(want, "\n"), strings.Split(got, "\n")
-	// lcs[i][j] is the length of the longest common subsequence of a[i:]
-	// and b[j:].
-	lcs := make([][]int, len(a)+1)
-	for i := range lcs {
-		lcs[i] = make([]int, len(b)+1)
-	}
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	var lines []string
-	for i, j := 0, 0; i < len(a) || j < len(b); {
-		switch {
-		case i < len(a) && j < len(b) && a[i] == b[j]:
-			lines = append(lines, " "+a[i])
-			i, j = i+1, j+1
-		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
-			lines = append(lines, "-"+a[i])
-			i++
-		default:
-			lines = append(lines, "+"+b[j])
-			j++
-		}
-	}
-	const context = 3
-	var out strings.Builder
-	skipped := false
-	for k, l := range lines {
-		near := false
-		for d := max(0, k-context); d <= min(len(lines)-1, k+context); d++ {
-			if lines[d][0] != ' ' {
-				near = true
-				break
-			}
-		}
-		if !near {
-			if !skipped {
-				out.WriteString("  ...\n")
-			}
-			skipped = true
-			continue
-		}
-		skipped = false
-		out.WriteString(l + "\n")
-	}
-	return out.String()
-}
-
-func TestLineDiff(t *testing.T) {
-	want := "a\nb\nc\nd\ne\nf\ng\nh\ni\n"
-	got := "a\nb\nc\nd\nE\nf\ng\nh\ni\nj\n"
-	is(t, "lineDiff", lineDiff(want, got), "  ...\n b\n c\n d\n-e\n+E\n f\n g\n h\n i\n+j\n \n")
 }
