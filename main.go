@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -43,7 +44,7 @@ As an action, waitdaemon reads its settings from the environment:
   WAITDAEMON_IMAGE          alias of IMAGE; when set, IMAGE passes to the user container
   WAITDAEMON_WAIT_SECONDS   alias of WAIT_SECONDS; when set, WAIT_SECONDS passes to the user container
   WAITDAEMON_CONTAINER      this action container's ID or name, when detection cannot find it
-  WAITDAEMON_VERBOSE        true: trace every exchange with the engine on stderr
+  WAITDAEMON_VERBOSE        true (or 1, yes): trace every exchange with the engine on stderr
   DOCKER_HOST               the engine's socket, unix:///path (default unix:///var/run/docker.sock)
 
 No WAITDAEMON_ variable reaches the user container, nor do IMAGE and WAIT_SECONDS
@@ -95,6 +96,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return exitError{code: exited}
 	}
 	if err != nil {
+		if strings.Contains(err.Error(), "(from envar ") {
+			return inputError{err.Error()} // a variable of the action's
+		}
 		return usageError{err}
 	}
 	return kctx.Run(&globals{stdout: stdout, stderr: stderr, verbose: c.Verbose})
@@ -116,6 +120,9 @@ func exitCode(err error) int {
 	var e interface{ ExitCode() int }
 	if errors.As(err, &e) {
 		return e.ExitCode()
+	}
+	if errors.Is(err, dockerapi.ErrUnsupportedHost) {
+		return exitInput
 	}
 	return exitFailure
 }

@@ -56,8 +56,10 @@ func TestCLIWithoutEngine(t *testing.T) {
 		{name: "help lists the variables", args: []string{"--help"}, wantCode: 0, wantOut: "$WAITDAEMON_VERBOSE"},
 		{name: "api needs a path", args: []string{"api", "GET"}, wantCode: exitUsage, wantErr: "expected \"<path>\""},
 		{name: "unknown command", args: []string{"frobnicate"}, wantCode: exitUsage, wantErr: "unexpected argument frobnicate"},
-		{name: "bad DOCKER_HOST", args: []string{"api", "GET", "/_ping"}, env: map[string]string{"DOCKER_HOST": "tcp://10.0.0.1:2375"}, wantCode: exitFailure, wantErr: "DOCKER_HOST=\"tcp://10.0.0.1:2375\": expected unix://"},
+		{name: "bad DOCKER_HOST", args: []string{"api", "GET", "/_ping"}, env: map[string]string{"DOCKER_HOST": "tcp://10.0.0.1:2375"}, wantCode: exitInput, wantErr: "DOCKER_HOST=\"tcp://10.0.0.1:2375\": expected unix://"},
 		{name: "api body must be JSON", args: []string{"api", "POST", "/containers/create", "{not json"}, env: map[string]string{"DOCKER_HOST": "unix:///nonexistent.sock"}, wantCode: exitFailure, wantErr: "expected JSON"},
+		{name: "bad WAITDAEMON_VERBOSE is bad input", args: []string{"action", "--", "reboot"}, env: map[string]string{"WAITDAEMON_VERBOSE": "banana"}, wantCode: exitInput, wantErr: `from envar WAITDAEMON_VERBOSE="banana"`},
+		{name: "action without IMAGE", args: []string{"action", "--", "--help"}, env: map[string]string{"IMAGE": ""}, wantCode: exitInput, wantErr: "IMAGE is not set"},
 		{name: "version without engine", args: []string{"version"}, env: map[string]string{"DOCKER_HOST": "unix:///nonexistent.sock"}, wantCode: 0, wantOut: "engine: not reachable on /nonexistent.sock"},
 	}
 	for _, tc := range cases {

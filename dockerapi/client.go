@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -70,6 +71,9 @@ func SocketFromEnv() (string, error) {
 	return ParseHost(os.Getenv("DOCKER_HOST"))
 }
 
+// ErrUnsupportedHost is a DOCKER_HOST that is not unix:///path.
+var ErrUnsupportedHost = errors.New("only unix sockets are supported")
+
 // ParseHost turns a DOCKER_HOST value into a socket path.
 func ParseHost(host string) (string, error) {
 	if host == "" {
@@ -77,7 +81,7 @@ func ParseHost(host string) (string, error) {
 	}
 	path, ok := strings.CutPrefix(host, "unix://")
 	if !ok || path == "" {
-		return "", fmt.Errorf("DOCKER_HOST=%q: expected unix:///path/to/docker.sock (only unix sockets are supported)", host)
+		return "", fmt.Errorf("DOCKER_HOST=%q: expected unix:///path/to/docker.sock (%w)", host, ErrUnsupportedHost)
 	}
 	return path, nil
 }
