@@ -52,6 +52,7 @@ fuzz:
 	go test ./dockerapi/ -run=NONE -fuzz=FuzzParseReference -fuzztime=30s
 	go test ./dockerapi/ -run=NONE -fuzz=FuzzDecodePull -fuzztime=30s
 	go test ./selfid/ -run=NONE -fuzz=FuzzCandidates -fuzztime=30s
+	go test ./inherit/ -run=NONE -fuzz=FuzzPlan -fuzztime=30s
 
 clean:
 	rm -rf bin
