@@ -62,8 +62,6 @@ type Message struct {
 type Session struct {
 	Socket    string
 	Transport http.RoundTripper
-	// Recording is true when the session talks to a real engine.
-	Recording bool
 }
 
 // Open starts a session for fixture file dir/engine/name.json. In replay
@@ -94,9 +92,6 @@ func Open(t testing.TB, dir, engine, name string) *Session {
 	})
 	return &Session{Socket: Serve(t, r)}
 }
-
-// Recording reports whether this test run records fixtures.
-func Recording() bool { return *record != "" }
 
 // Serve runs h on a fresh unix socket until the test ends, and returns
 // the socket's path.
@@ -277,7 +272,7 @@ func startRecording(t testing.TB, file, engine string) *Session {
 		}
 		t.Logf("recorded %d exchanges in %s", len(rec.ex), file)
 	})
-	return &Session{Socket: sock, Transport: rec, Recording: true}
+	return &Session{Socket: sock, Transport: rec}
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
