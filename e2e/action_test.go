@@ -75,6 +75,18 @@ func TestInheritance(t *testing.T) {
 			foundBy:      "cgroup",
 		},
 		{
+			name:  "private cgroup namespace, found through mountinfo",
+			shape: tinkWorker,
+			a: action{
+				name:     "e2e cgroupns",
+				command:  []string{"reboot"},
+				env:      map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "FOO": "bar baz", "PROBE_NAME": "p"},
+				cgroupns: "private",
+			},
+			wantArgs: []string{"/probe", "reboot"},
+			foundBy:  "mountinfo",
+		},
+		{
 			name:  "aliases: IMAGE and WAIT_SECONDS belong to the user",
 			shape: tinkWorker,
 			a: action{

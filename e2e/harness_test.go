@@ -71,8 +71,9 @@ type action struct {
 	pid         string
 	network     string // tink-agent v0.25 namespaces.network
 	hostname    string
-	noSocket    bool // leave out the socket volume
-	privileged  bool // real workers always set it; this machine cannot start it
+	cgroupns    string // "private" hides the ID from /proc/self/cgroup
+	noSocket    bool   // leave out the socket volume
+	privileged  bool   // real workers always set it; this machine cannot start it
 	waitForUser bool
 }
 
@@ -102,8 +103,9 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 	body := dockerapi.CreateRequest{
 		Config: dockerapi.Config{Image: actionImage, Cmd: a.command, Env: env, Entrypoint: a.entrypoint, Hostname: a.hostname},
 		HostConfig: dockerapi.HostConfig{
-			Privileged: a.privileged,
-			PidMode:    a.pid,
+			Privileged:   a.privileged,
+			PidMode:      a.pid,
+			CgroupnsMode: a.cgroupns,
 		},
 	}
 	var name string
