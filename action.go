@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -14,13 +17,6 @@ import (
 	"github.com/waitdaemon/waitdaemon/selfid"
 )
 
-// maxWaitSeconds bounds WAIT_SECONDS: a longer wait is taken for a typo
-// (milliseconds, say).
-const maxWaitSeconds = 3600
-
-// defaultWaitSeconds is the wait when WAIT_SECONDS is unset or empty.
-const defaultWaitSeconds = 10
-
 // Labels on every container waitdaemon creates.
 const (
 	labelRole     = "org.waitdaemon.role"      // "user" or "waiter"
@@ -28,79 +24,37 @@ const (
 	labelActionID = "org.waitdaemon.action-id" // the action container's ID
 )
 
-// actionCmd is phase 1, run as the action container. Its settings come
-// from the action's environment; the action's command arrives as
-// arguments and is the user image's, never parsed here.
-type actionCmd struct {
-	Image       string   `env:"WAITDAEMON_IMAGE,IMAGE" placeholder:"REF" help:"The image to run after the wait. Required."`
-	WaitSeconds string   `env:"WAITDAEMON_WAIT_SECONDS,WAIT_SECONDS" placeholder:"N" help:"Whole seconds to wait after the action exits, 0 to 3600 (default 10)."`
-	Container   string   `env:"WAITDAEMON_CONTAINER" placeholder:"ID" help:"This action container's ID or name, when detection cannot find it."`
-	Command     []string `arg:"" optional:"" passthrough:"" help:"The action's command: the user image's command."`
-}
+// Roles, in the role label.
+const (
+	roleUser     = "user"
+	roleFallback = "fallback"
+	roleWaiter   = "waiter"
+)
 
-// settings are the validated inputs of phase 1.
-type settings struct {
-	image dockerapi.Reference
-	wait  int // seconds
-}
+// resultDir is where the waiter sees the result file's host directory.
+const resultDir = "/run/waitdaemon-result"
 
-// inputError is bad input: it names the variable, shows the value and
-// says what was expected.
-type inputError struct{ msg string }
-
-func (e inputError) Error() string { return e.msg }
-func (inputError) ExitCode() int   { return exitInput }
-
-// settings validates the inputs before anything is created.
-func (a *actionCmd) settings(env []string) (settings, error) {
-	var s settings
-	imageVar := inherit.Image.Name(env)
-	if strings.TrimSpace(a.Image) == "" {
-		return s, inputError{fmt.Sprintf("%s is not set: expected the image to run after the wait, like alpine:3.20", imageVar)}
-	}
-	ref, err := dockerapi.ParseReference(strings.TrimSpace(a.Image))
-	if err != nil {
-		return s, inputError{fmt.Sprintf("%s: %v", imageVar, err)}
-	}
-	s.image = ref
-	s.wait, err = parseWaitSeconds(a.WaitSeconds)
-	if err != nil {
-		return s, inputError{fmt.Sprintf("%s=%q: %v", inherit.WaitSeconds.Name(env), a.WaitSeconds, err)}
-	}
-	return s, nil
-}
-
-// parseWaitSeconds reads a whole number of seconds, 0 to maxWaitSeconds;
-// empty means the default.
-func parseWaitSeconds(v string) (int, error) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return defaultWaitSeconds, nil
-	}
-	expected := fmt.Errorf("expected a whole number of seconds from 0 to %d, like %d", maxWaitSeconds, defaultWaitSeconds)
-	for _, r := range v {
-		if r < '0' || r > '9' {
-			return 0, expected
-		}
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n > maxWaitSeconds {
-		return 0, expected
-	}
-	return n, nil
-}
-
-// handoff is what phase 1 found and made, for its log line and for the
-// clean-up after a failure.
+// handoff is phase 1's plan and what it made of it: it is the dry run's
+// output, the log line, and the list of what to remove after a failure.
 type handoff struct {
-	Action  containerRef `json:"action"`
-	FoundBy string       `json:"found_by"`
-	Image   string       `json:"image"`
-	Pulled  bool         `json:"pulled"`
-	User    containerRef `json:"user_container"`
-	Waiter  containerRef `json:"waiter"`
-	Wait    int          `json:"wait_seconds"`
-	TookMS  int64        `json:"took_ms"`
+	Action   containerRef `json:"action"`
+	FoundBy  string       `json:"found_by"`
+	Pull     []pullPlan   `json:"pull"`
+	Wait     int          `json:"wait_seconds"`
+	User     creation     `json:"user_container"`
+	Fallback *creation    `json:"fallback_container,omitempty"`
+	Waiter   creation     `json:"waiter"`
+	TookMS   int64        `json:"took_ms,omitempty"`
+
+	connect map[string]dockerapi.EndpointSettings // below API 1.44
+}
+
+// creation is one container phase 1 creates: its create body until it is
+// made, its ID after.
+type creation struct {
+	Name   string                   `json:"name"`
+	ID     string                   `json:"id,omitempty"`
+	Create *dockerapi.CreateRequest `json:"create,omitempty"`
 }
 
 type containerRef struct {
@@ -108,9 +62,9 @@ type containerRef struct {
 	Name string `json:"name,omitempty"`
 }
 
-// Run is phase 1: reach the engine, find ourselves, validate, make sure
-// the image is there, plan and create the user container, start the
-// waiter, and exit 0.
+// Run is phase 1: validate, reach the engine, find ourselves, plan, clear
+// an earlier run's leftovers, then create the user container (pulling
+// its image if needed) while the waiter starts, and exit 0.
 func (a *actionCmd) Run(ctx context.Context, g *globals) (err error) {
 	began := time.Now()
 	s, err := a.settings(os.Environ())
@@ -125,28 +79,157 @@ func (a *actionCmd) Run(ctx context.Context, g *globals) (err error) {
 	if err != nil {
 		return err
 	}
-	h := handoff{Action: containerRef{self.ID, strings.TrimPrefix(self.Name, "/")}, FoundBy: string(foundBy), Image: s.image.String(), Wait: s.wait}
+	h := newHandoff(self, string(foundBy), s, c.SocketPath(), g.verbose)
+	if s.dryRun {
+		if err := h.plan(ctx, c, s, self); err != nil {
+			return err
+		}
+		return printPlan(g.stdout, h)
+	}
+	if err := clearLeftovers(ctx, c, h.Action.Name, g); err != nil {
+		return err
+	}
 	defer func() {
 		if err != nil {
 			h.removeCreated(c, g)
 		}
 	}()
-
-	h.User.Name, h.Waiter.Name = names(h.Action.Name)
-
-	// The waiter's start is the slowest step; it needs only the user
-	// container's name, so it runs while the user container is prepared.
+	// The waiter's start is the slowest step; it needs only the names of
+	// what it will start, so it runs while the user container is made.
 	waiterErr := make(chan error, 1)
-	go func() { waiterErr <- h.startWaiter(ctx, c, self, g.verbose) }()
+	go func() { waiterErr <- h.startWaiter(ctx, c) }()
 	err = h.createUser(ctx, c, s, self, g)
-	err = errors.Join(err, <-waiterErr)
-	if err != nil {
+	if err = errors.Join(err, <-waiterErr); err != nil {
 		return err
 	}
 	h.TookMS = time.Since(began).Milliseconds()
+	h.User.Create, h.Waiter.Create = nil, nil
+	if h.Fallback != nil {
+		h.Fallback.Create = nil
+	}
 	logEvent(g.stdout, "handed off", h)
 	return nil
 }
+
+// newHandoff names what phase 1 will make and plans the waiter.
+func newHandoff(self dockerapi.Container, foundBy string, s settings, socket string, verbose bool) *handoff {
+	action := strings.TrimPrefix(self.Name, "/")
+	h := &handoff{
+		Action:  containerRef{self.ID, action},
+		FoundBy: foundBy,
+		Wait:    s.wait,
+		User:    creation{Name: action + "-waitdaemon-user"},
+		Waiter:  creation{Name: action + "-waitdaemon-waiter"},
+	}
+	if s.fallbackImage != nil {
+		h.Fallback = &creation{Name: action + "-waitdaemon-fallback"}
+	}
+	h.Waiter.Create = h.waiterBody(self, s, socket, verbose)
+	return h
+}
+
+func (h *handoff) labels(role string) map[string]string {
+	return map[string]string{labelRole: role, labelAction: h.Action.Name, labelActionID: h.Action.ID}
+}
+
+// plan decides the pulls and plans the user and fallback containers from
+// this one. It creates nothing.
+func (h *handoff) plan(ctx context.Context, c *dockerapi.Client, s settings, self dockerapi.Container) error {
+	images := []settings{s}
+	if s.fallbackImage != nil && *s.fallbackImage != s.image {
+		fs := s
+		fs.image = *s.fallbackImage
+		images = append(images, fs)
+	}
+	h.Pull = nil
+	for _, is := range images {
+		p, err := decidePull(ctx, c, is)
+		if err != nil {
+			return err
+		}
+		h.Pull = append(h.Pull, p)
+	}
+	own, err := c.ImageInspect(ctx, self.Image)
+	if err != nil {
+		return fmt.Errorf("reading this action's own image: %w", err)
+	}
+	version, err := c.APIVersion(ctx)
+	if err != nil {
+		return err
+	}
+	out := inherit.Plan(inherit.Input{Container: self, Image: *own.Config, UserImage: s.image.String(), APIVersion: version})
+	h.connect = out.Connect
+	user := out.Create
+	user.Labels = withLabels(user.Labels, h.labels(roleUser))
+	h.User.Create = &user
+	if h.Fallback != nil {
+		// The fallback has the user container's settings, its own image
+		// and command, and that image's entrypoint.
+		fb := out.Create
+		fb.Image, fb.Cmd, fb.Entrypoint = s.fallbackImage.String(), s.fallbackCommand, nil
+		fb.Labels = withLabels(out.Create.Labels, h.labels(roleFallback))
+		h.Fallback.Create = &fb
+	}
+	return nil
+}
+
+func withLabels(base, extra map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(extra))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
+
+// printPlan is the dry run's output: the plan as indented JSON.
+func printPlan(w io.Writer, h *handoff) error {
+	data, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", data)
+	return err
+}
+
+// clearLeftovers makes room for this run of the action: an earlier run's
+// waiter is removed (there are never two), its user or fallback container
+// that never started is removed, and one that ran is kept under a name of
+// its own.
+func clearLeftovers(ctx context.Context, c *dockerapi.Client, action string, g *globals) error {
+	earlier, err := c.ContainerList(ctx, labelAction+"="+action)
+	if err != nil {
+		return err
+	}
+	for _, e := range earlier {
+		name := strings.TrimPrefix(firstOr(e.Names, e.ID), "/")
+		if e.Labels[labelRole] == roleWaiter || e.State == "created" {
+			err = c.ContainerRemove(ctx, e.ID, dockerapi.RemoveOptions{Force: true, Volumes: true})
+			if err != nil && !errors.Is(err, dockerapi.ErrNotFound) {
+				return fmt.Errorf("removing an earlier run's %s: %w", name, err)
+			}
+			logEvent(g.stdout, "removed an earlier run's container", map[string]string{"name": name, "role": e.Labels[labelRole], "state": e.State})
+			continue
+		}
+		kept := name + "-" + shortID(e.Labels[labelActionID])
+		if err := c.ContainerRename(ctx, e.ID, kept); err != nil {
+			return fmt.Errorf("keeping an earlier run's %s: %w", name, err)
+		}
+		logEvent(g.stdout, "kept an earlier run's container under a new name", map[string]string{"name": kept, "role": e.Labels[labelRole], "state": e.State})
+	}
+	return nil
+}
+
+func firstOr(names []string, def string) string {
+	if len(names) > 0 {
+		return names[0]
+	}
+	return def
+}
+
+func shortID(id string) string { return id[:min(12, len(id))] }
 
 // reachEngine waits, within the client's bound, for the engine to answer.
 func reachEngine(ctx context.Context, c *dockerapi.Client) error {
@@ -176,93 +259,86 @@ func findSelf(ctx context.Context, c *dockerapi.Client, candidates []selfid.Cand
 	return dockerapi.Container{}, "", inputError{fmt.Sprintf("cannot find this action's own container (tried: %s): set WAITDAEMON_CONTAINER to its name or ID", strings.Join(tried, ", "))}
 }
 
-// ensureImage pulls ref when the engine does not have it.
-func ensureImage(ctx context.Context, c *dockerapi.Client, ref dockerapi.Reference, g *globals) (pulled bool, err error) {
-	_, err = c.ImageInspect(ctx, ref.String())
-	if !errors.Is(err, dockerapi.ErrNotFound) {
-		return false, err
-	}
-	logEvent(g.stdout, "pulling", map[string]string{"image": ref.String()})
-	if err := c.ImagePull(ctx, ref, nil, nil); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
-// names derives the containers' names from the action container's, so
-// that a retried create meets its own work.
-func names(action string) (user, waiter string) {
-	return action + "-waitdaemon-user", action + "-waitdaemon-waiter"
-}
-
-func (h *handoff) labels(role string) map[string]string {
-	return map[string]string{labelRole: role, labelAction: h.Action.Name, labelActionID: h.Action.ID}
-}
-
-// createUser makes sure the image is there, plans the user container from
-// this one, and creates it, not started: the operator's settings fail
-// now, while the worker still listens.
-func (h *handoff) createUser(ctx context.Context, c *dockerapi.Client, s settings, self dockerapi.Container, g *globals) (err error) {
-	if h.Pulled, err = ensureImage(ctx, c, s.image, g); err != nil {
+// createUser pulls what the plan says to, then creates the user container
+// (and the fallback), not started: the operator's settings fail now,
+// while the worker still listens.
+func (h *handoff) createUser(ctx context.Context, c *dockerapi.Client, s settings, self dockerapi.Container, g *globals) error {
+	if err := h.plan(ctx, c, s, self); err != nil {
 		return err
 	}
-	own, err := c.ImageInspect(ctx, self.Image)
-	if err != nil {
-		return fmt.Errorf("reading this action's own image: %w", err)
-	}
-	version, err := c.APIVersion(ctx)
-	if err != nil {
-		return err
-	}
-	plan := inherit.Plan(inherit.Input{Container: self, Image: *own.Config, UserImage: s.image.String(), APIVersion: version})
-	body := plan.Create
-	if body.Labels == nil {
-		body.Labels = map[string]string{}
-	}
-	for k, v := range h.labels("user") {
-		body.Labels[k] = v
-	}
-	created, err := c.ContainerCreate(ctx, h.User.Name, body)
-	if err != nil {
-		return err
-	}
-	h.User.ID = created.ID
-	for network, ep := range plan.Connect {
-		if err := c.NetworkConnect(ctx, network, created.ID, ep); err != nil {
+	for _, p := range h.Pull {
+		if p.Decision != "pull" {
+			continue
+		}
+		ps := s
+		ps.image, _ = dockerapi.ParseReference(p.Image)
+		if err := pull(ctx, c, ps, g.stdout); err != nil {
 			return err
+		}
+	}
+	for _, cr := range []*creation{&h.User, h.Fallback} {
+		if cr == nil {
+			continue
+		}
+		created, err := c.ContainerCreate(ctx, cr.Name, *cr.Create)
+		if err != nil {
+			return err
+		}
+		cr.ID = created.ID
+		for network, ep := range h.connect {
+			if err := c.NetworkConnect(ctx, network, created.ID, ep); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// startWaiter creates and starts phase 2 from our own image, with least
-// privilege: not privileged, its own pid namespace, only the socket bound
-// in. It shares the host's network rather than get one of its own: it
-// needs none, and a new network namespace is most of a container start.
-func (h *handoff) startWaiter(ctx context.Context, c *dockerapi.Client, self dockerapi.Container, verbose bool) error {
-	env := []string{}
+// waiterBody plans phase 2 from our own image, with least privilege: not
+// privileged, its own pid namespace, only the socket (and the result
+// file's directory) bound in. It shares the host's network rather than
+// get one of its own: it needs none, and a new network namespace is most
+// of a container start.
+func (h *handoff) waiterBody(self dockerapi.Container, s settings, socket string, verbose bool) *dockerapi.CreateRequest {
+	cmd := []string{"waiter",
+		"--user-container=" + h.User.Name,
+		"--action-container=" + h.Action.ID,
+		"--wait-seconds=" + strconv.Itoa(s.wait),
+		"--retries=" + strconv.Itoa(s.retries),
+		"--log-tail=" + strconv.Itoa(s.logTail),
+	}
+	binds := []string{socketSource(self, socket) + ":" + dockerapi.DefaultSocket}
+	if h.Fallback != nil {
+		cmd = append(cmd, "--fallback-container="+h.Fallback.Name)
+	}
+	if s.resultFile != "" {
+		binds = append(binds, path.Dir(s.resultFile)+":"+resultDir)
+		cmd = append(cmd, "--result-file="+path.Join(resultDir, path.Base(s.resultFile)))
+	}
+	var env []string
 	if verbose {
 		env = append(env, "WAITDAEMON_VERBOSE=true")
 	}
-	body := dockerapi.CreateRequest{
+	return &dockerapi.CreateRequest{
 		Config: dockerapi.Config{
 			Image:      self.Image,
 			Entrypoint: []string{"/waitdaemon"},
-			Cmd: []string{"waiter",
-				"--user-container=" + h.User.Name,
-				"--action-container=" + h.Action.ID,
-				"--wait-seconds=" + strconv.Itoa(h.Wait)},
-			Env:    env,
-			Labels: h.labels("waiter"),
+			Cmd:        cmd,
+			Env:        env,
+			Labels:     h.labels(roleWaiter),
 		},
 		HostConfig: dockerapi.HostConfig{
-			Binds:       []string{socketSource(self, c.SocketPath()) + ":" + dockerapi.DefaultSocket},
+			Binds:       binds,
 			NetworkMode: "host",
 			AutoRemove:  true,
 			LogConfig:   self.HostConfig.LogConfig,
 		},
 	}
-	created, err := c.ContainerCreate(ctx, h.Waiter.Name, body)
+}
+
+// startWaiter creates and starts the waiter.
+func (h *handoff) startWaiter(ctx context.Context, c *dockerapi.Client) error {
+	created, err := c.ContainerCreate(ctx, h.Waiter.Name, *h.Waiter.Create)
 	if err != nil {
 		return err
 	}
@@ -291,7 +367,11 @@ func socketSource(self dockerapi.Container, socket string) string {
 func (h *handoff) removeCreated(c *dockerapi.Client, g *globals) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	for _, id := range []string{h.Waiter.ID, h.User.ID} {
+	ids := []string{h.Waiter.ID, h.User.ID}
+	if h.Fallback != nil {
+		ids = append(ids, h.Fallback.ID)
+	}
+	for _, id := range ids {
 		if id == "" {
 			continue
 		}

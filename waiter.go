@@ -1,20 +1,36 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 )
 
+// Backoff between re-runs of a failed user container: retryBase, doubled
+// each time, at most retryCap.
+const (
+	retryBase = 2 * time.Second
+	retryCap  = 30 * time.Second
+)
+
 // waiterCmd is phase 2, run as the detached waiter container that phase 1
 // started. It is not for humans.
 type waiterCmd struct {
-	UserContainer   string `required:"" help:"The user container to start."`
-	ActionContainer string `required:"" help:"The action container whose exit starts the wait."`
-	WaitSeconds     int    `required:"" help:"Seconds to wait after the action container exits."`
+	UserContainer     string `required:"" help:"The user container to start."`
+	ActionContainer   string `required:"" help:"The action container whose exit starts the wait."`
+	WaitSeconds       int    `required:"" help:"Seconds to wait after the action container exits."`
+	Retries           int    `help:"Re-runs of a user container that exits non-zero."`
+	LogTail           int    `default:"20" help:"Lines of output kept in the result."`
+	FallbackContainer string `help:"A container to start once when the user container and its retries failed."`
+	ResultFile        string `help:"Where to write the result, inside the waiter."`
 }
 
 // waited is the waiter's account of the wait, logged when it starts the
@@ -28,21 +44,36 @@ type waited struct {
 	ActionRemoved bool   `json:"action_removed,omitempty"`
 }
 
-// finished is the user container's end, logged as JSON.
-type finished struct {
-	User       string `json:"user_container"`
-	Name       string `json:"name"`
-	Image      string `json:"image"`
-	ExitCode   int    `json:"exit_code"`
-	StartedAt  string `json:"started_at,omitempty"`
-	FinishedAt string `json:"finished_at,omitempty"`
-	Kept       bool   `json:"kept"`
+// result is what became of the user container: the waiter's last JSON
+// line, and the result file.
+type result struct {
+	Action   string    `json:"action"`
+	Image    string    `json:"image"`
+	Command  []string  `json:"command"`
+	ExitCode int       `json:"exit_code"`
+	Attempts []attempt `json:"attempts"`
+	Fallback *attempt  `json:"fallback,omitempty"`
+	BootID   string    `json:"boot_id,omitempty"`
+}
+
+// attempt is one run of the user container, or the fallback's.
+type attempt struct {
+	Attempt    int      `json:"attempt,omitempty"`
+	Container  string   `json:"container"`
+	Image      string   `json:"image,omitempty"`
+	Command    []string `json:"command,omitempty"`
+	ExitCode   int      `json:"exit_code"`
+	StartedAt  string   `json:"started_at,omitempty"`
+	FinishedAt string   `json:"finished_at,omitempty"`
+	LogTail    []string `json:"log_tail"`
+	Kept       bool     `json:"kept"`
 }
 
 // Run is phase 2: wait for the action container to exit, wait the delay,
-// start the user container, follow it to its exit, and remove it when it
-// succeeded. A signal during the wait cancels everything; one after the
-// start leaves the user container alone.
+// run the user container (again, up to Retries times, while it fails;
+// then the fallback once), report, and remove what succeeded. A signal
+// during the wait cancels everything; one after the start leaves the
+// user container alone.
 func (w *waiterCmd) Run(ctx context.Context, g *globals) error {
 	c := g.client()
 	exited, removed := w.actionExited(ctx, c)
@@ -55,7 +86,7 @@ func (w *waiterCmd) Run(ctx context.Context, g *globals) error {
 	}
 
 	sent := time.Now()
-	if err := c.ContainerStart(context.WithoutCancel(ctx), w.UserContainer); err != nil && !errors.Is(err, dockerapi.ErrNotModified) {
+	if err := c.ContainerStart(context.WithoutCancel(ctx), w.UserContainer); err != nil {
 		return fmt.Errorf("starting the user container (kept for inspection): %w", err)
 	}
 	logEvent(g.stdout, "started user container", waited{
@@ -63,15 +94,156 @@ func (w *waiterCmd) Run(ctx context.Context, g *globals) error {
 		LateMS: sent.Sub(exited).Milliseconds() - int64(w.WaitSeconds)*1000, ActionRemoved: removed,
 	})
 
-	res, err := c.ContainerWait(ctx, w.UserContainer, dockerapi.WaitNotRunning)
-	if ctx.Err() != nil {
-		logEvent(g.stdout, "stopping; the user container runs on", map[string]string{"user_container": w.UserContainer})
-		return nil
+	var res result
+	for n := 1; ; n++ {
+		if n > 1 {
+			if !sleep(ctx, min(retryBase<<(n-2), retryCap)) {
+				return w.leave(g)
+			}
+			if err := c.ContainerStart(context.WithoutCancel(ctx), w.UserContainer); err != nil {
+				return fmt.Errorf("re-running the user container: %w", err)
+			}
+		}
+		a, err := w.follow(ctx, c, w.UserContainer)
+		if ctx.Err() != nil {
+			return w.leave(g)
+		}
+		if err != nil {
+			return err
+		}
+		a.Attempt = n
+		res.Attempts = append(res.Attempts, a)
+		logEvent(g.stdout, "user container exited", a)
+		if a.ExitCode == 0 || n > w.Retries {
+			break
+		}
+	}
+	last := &res.Attempts[len(res.Attempts)-1]
+	res.ExitCode, res.Image, res.Command = last.ExitCode, last.Image, last.Command
+	if w.FallbackContainer != "" && last.ExitCode != 0 {
+		if err := c.ContainerStart(context.WithoutCancel(ctx), w.FallbackContainer); err != nil {
+			return fmt.Errorf("starting the fallback: %w", err)
+		}
+		fb, err := w.follow(ctx, c, w.FallbackContainer)
+		if ctx.Err() != nil {
+			return w.leave(g)
+		}
+		if err != nil {
+			return err
+		}
+		res.Fallback = &fb
+		logEvent(g.stdout, "fallback exited", fb)
+	}
+	return w.finish(ctx, c, g, res)
+}
+
+// follow waits for container to exit and returns the run: its exit code,
+// times and the tail of its output.
+func (w *waiterCmd) follow(ctx context.Context, c *dockerapi.Client, container string) (attempt, error) {
+	a := attempt{Container: container}
+	wr, err := c.ContainerWait(ctx, container, dockerapi.WaitNotRunning)
+	if err != nil {
+		return a, fmt.Errorf("following %s: %w", container, err)
+	}
+	a.ExitCode = wr.StatusCode
+	ctr, err := c.ContainerInspect(ctx, container)
+	if err != nil {
+		return a, err
+	}
+	a.Image, a.Command = ctr.Config.Image, append([]string{ctr.Path}, ctr.Args...)
+	a.StartedAt, a.FinishedAt = ctr.State.StartedAt, ctr.State.FinishedAt
+	a.LogTail = []string{}
+	if w.LogTail > 0 {
+		var out bytes.Buffer
+		opts := dockerapi.LogsOptions{Tail: w.LogTail, TTY: ctr.Config.Tty, Since: ctr.State.StartedAt}
+		if err := c.ContainerLogs(ctx, container, opts, &out, &out); err != nil {
+			return a, err
+		}
+		a.LogTail = tail(out.String(), w.LogTail)
+	}
+	return a, nil
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) []string {
+	lines := strings.Split(strings.TrimRight(strings.ReplaceAll(s, "\r\n", "\n"), "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return []string{}
+	}
+	return lines[max(0, len(lines)-n):]
+}
+
+// finish logs the result, writes the result file, and removes the
+// containers that succeeded or never ran; a failed one is kept, named and
+// labelled, for docker logs.
+func (w *waiterCmd) finish(ctx context.Context, c *dockerapi.Client, g *globals, res result) error {
+	if ctr, err := c.ContainerInspect(ctx, w.UserContainer); err == nil {
+		res.Action = ctr.Config.Labels[labelAction]
+	}
+	if id, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		res.BootID = strings.TrimSpace(string(id))
+	}
+	remove := map[string]bool{w.UserContainer: res.ExitCode == 0}
+	if w.FallbackContainer != "" {
+		remove[w.FallbackContainer] = res.Fallback == nil || res.Fallback.ExitCode == 0
+	}
+	for i := range res.Attempts {
+		res.Attempts[i].Kept = !remove[w.UserContainer]
+	}
+	if res.Fallback != nil {
+		res.Fallback.Kept = !remove[w.FallbackContainer]
+	}
+	var errs []error
+	for name, gone := range remove {
+		if !gone {
+			continue
+		}
+		if err := c.ContainerRemove(ctx, name, dockerapi.RemoveOptions{Force: true, Volumes: true}); err != nil && !errors.Is(err, dockerapi.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("removing %s: %w", name, err))
+		}
+	}
+	logEvent(g.stdout, "result", res)
+	if w.ResultFile != "" {
+		if err := writeResult(w.ResultFile, res); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writeResult writes res to file atomically: a temporary file beside it,
+// synced, then renamed over it.
+func writeResult(file string, res result) (err error) {
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(path.Dir(file), ".result-*.json")
+	if err != nil {
+		return fmt.Errorf("writing the result file: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(append(data, '\n')); err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
 	}
 	if err != nil {
-		return fmt.Errorf("following the user container: %w", err)
+		return fmt.Errorf("writing the result file: %w", err)
 	}
-	return w.report(ctx, c, g, res.StatusCode)
+	if dir, err := os.Open(path.Dir(file)); err == nil {
+		_ = dir.Sync()
+		dir.Close()
+	}
+	return nil
 }
 
 // actionExited waits for the action container to stop, or to be gone, and
@@ -92,33 +264,41 @@ func (w *waiterCmd) actionExited(ctx context.Context, c *dockerapi.Client) (exit
 	return now, false
 }
 
-// cancel removes the user container that will now never start.
+// cancel removes the containers that will now never start.
 func (w *waiterCmd) cancel(c *dockerapi.Client, g *globals) error {
 	ctx, stop := context.WithTimeout(context.Background(), 15*time.Second)
 	defer stop()
-	err := c.ContainerRemove(ctx, w.UserContainer, dockerapi.RemoveOptions{Force: true, Volumes: true})
-	if err != nil && !errors.Is(err, dockerapi.ErrNotFound) {
-		return fmt.Errorf("cancelled during the wait, and removing the user container: %w", err)
+	var errs []error
+	for _, name := range []string{w.UserContainer, w.FallbackContainer} {
+		if name == "" {
+			continue
+		}
+		err := c.ContainerRemove(ctx, name, dockerapi.RemoveOptions{Force: true, Volumes: true})
+		if err != nil && !errors.Is(err, dockerapi.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("cancelled during the wait, and removing %s: %w", name, err))
+		}
 	}
-	logEvent(g.stdout, "cancelled during the wait; the user container was removed and never started", map[string]string{"user_container": w.UserContainer})
+	logEvent(g.stdout, "cancelled during the wait; nothing was started", map[string]string{"user_container": w.UserContainer})
+	return errors.Join(errs...)
+}
+
+// leave ends the waiter after a signal once the user container runs: it
+// may well be the reboot that sent it.
+func (w *waiterCmd) leave(g *globals) error {
+	logEvent(g.stdout, "stopping; the user container runs on", map[string]string{"user_container": w.UserContainer})
 	return nil
 }
 
-// report logs the user container's end, and removes it when it succeeded;
-// a failed one is kept, named and labelled, for docker logs.
-func (w *waiterCmd) report(ctx context.Context, c *dockerapi.Client, g *globals, code int) error {
-	f := finished{User: w.UserContainer, ExitCode: code, Kept: code != 0}
-	if ctr, err := c.ContainerInspect(ctx, w.UserContainer); err == nil {
-		f.Name, f.Image = ctr.Name[min(1, len(ctr.Name)):], ctr.Config.Image
-		f.StartedAt, f.FinishedAt = ctr.State.StartedAt, ctr.State.FinishedAt
+// sleep waits d, and reports false if ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
-	if code == 0 {
-		if err := c.ContainerRemove(ctx, w.UserContainer, dockerapi.RemoveOptions{Volumes: true}); err != nil && !errors.Is(err, dockerapi.ErrNotFound) {
-			return fmt.Errorf("removing the user container: %w", err)
-		}
-	}
-	logEvent(g.stdout, "user container exited", f)
-	return nil
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 )
 
 // ContainerInspect returns the container named or identified by id.
@@ -132,8 +133,9 @@ func (c *Client) ContainerList(ctx context.Context, labels ...string) ([]Contain
 
 // LogsOptions are the query of GET /containers/{id}/logs.
 type LogsOptions struct {
-	Tail   int  // the last Tail lines; 0 means all
-	Follow bool // keep streaming until the container stops
+	Tail   int    // the last Tail lines; 0 means all
+	Follow bool   // keep streaming until the container stops
+	Since  string // only output from this RFC 3339 time on
 	// TTY says the container has a terminal: its output is then one raw
 	// stream, not multiplexed frames.
 	TTY bool
@@ -149,6 +151,9 @@ func (c *Client) ContainerLogs(ctx context.Context, id string, opts LogsOptions,
 	}
 	if opts.Follow {
 		q.Set("follow", "1")
+	}
+	if t, err := time.Parse(time.RFC3339Nano, opts.Since); err == nil {
+		q.Set("since", fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()))
 	}
 	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/containers/" + url.PathEscape(id) + "/logs", query: q, ok: []int{200}, idempotent: true})
 	if err != nil {
@@ -176,6 +181,15 @@ func (c *Client) NetworkConnect(ctx context.Context, network, container string, 
 	err := c.do(ctx, request{method: http.MethodPost, path: "/networks/" + url.PathEscape(network) + "/connect", body: body, ok: []int{200}, idempotent: true}, nil)
 	if err != nil {
 		return fmt.Errorf("connecting container %q to network %q: %w", container, network, err)
+	}
+	return nil
+}
+
+// ContainerRename gives a container a new name.
+func (c *Client) ContainerRename(ctx context.Context, id, name string) error {
+	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/rename", query: url.Values{"name": {name}}, ok: []int{204}, idempotent: true}, nil)
+	if err != nil {
+		return fmt.Errorf("renaming container %q to %q: %w", id, name, err)
 	}
 	return nil
 }

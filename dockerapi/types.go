@@ -11,6 +11,8 @@ import "encoding/json"
 type Container struct {
 	ID              string `json:"Id"`
 	Created         string
+	Path            string   // the command's executable, as run
+	Args            []string // its arguments
 	Name            string
 	Image           string // the image ID
 	State           ContainerState

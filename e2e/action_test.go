@@ -216,9 +216,16 @@ func TestFailingUserContainerIsKept(t *testing.T) {
 		t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
 	}
 	evs := followWaiter(t, c, r.ID)
-	exited, ok := find(evs, "user container exited")
-	if !ok || exited.num("exit_code") != 3 || exited["kept"] != true || exited.str("name") != "action_e2e_failing-waitdaemon-user" {
-		t.Fatalf("waiter's exit line = %v, want exit_code 3, kept, named", exited)
+	res, ok := find(evs, "result")
+	if !ok {
+		t.Fatalf("the waiter logged no result: %v", evs)
+	}
+	attempts, _ := res["attempts"].([]any)
+	first, _ := attempts[0].(map[string]any)
+	logTail, _ := first["log_tail"].([]any)
+	if res.num("exit_code") != 3 || len(attempts) != 1 || first["kept"] != true || first["container"] != "action_e2e_failing-waitdaemon-user" ||
+		len(logTail) == 0 || logTail[len(logTail)-1] != "probe: exiting 3 as asked" || res.str("action") != "action_e2e_failing" {
+		t.Fatalf("result = %v, want exit_code 3, one attempt, kept, named, with the output's tail", res)
 	}
 	ctx := testCtx(t)
 	kept, err := c.ContainerInspect(ctx, "action_e2e_failing-waitdaemon-user")
