@@ -104,7 +104,11 @@ func (w *waiterCmd) Run(ctx context.Context, g *globals) error {
 				return fmt.Errorf("re-running the user container: %w", err)
 			}
 		}
-		a, err := w.follow(ctx, c, w.UserContainer)
+		since := "" // a re-run's output follows the previous run's end
+		if n > 1 {
+			since = res.Attempts[n-2].FinishedAt
+		}
+		a, err := w.follow(ctx, c, w.UserContainer, since)
 		if ctx.Err() != nil {
 			return w.leave(g)
 		}
@@ -124,7 +128,7 @@ func (w *waiterCmd) Run(ctx context.Context, g *globals) error {
 		if err := c.ContainerStart(context.WithoutCancel(ctx), w.FallbackContainer); err != nil {
 			return fmt.Errorf("starting the fallback: %w", err)
 		}
-		fb, err := w.follow(ctx, c, w.FallbackContainer)
+		fb, err := w.follow(ctx, c, w.FallbackContainer, "")
 		if ctx.Err() != nil {
 			return w.leave(g)
 		}
@@ -138,8 +142,9 @@ func (w *waiterCmd) Run(ctx context.Context, g *globals) error {
 }
 
 // follow waits for container to exit and returns the run: its exit code,
-// times and the tail of its output.
-func (w *waiterCmd) follow(ctx context.Context, c *dockerapi.Client, container string) (attempt, error) {
+// times and the tail of its output since the given time. (A container's
+// first output can come before the StartedAt the engine records.)
+func (w *waiterCmd) follow(ctx context.Context, c *dockerapi.Client, container, since string) (attempt, error) {
 	a := attempt{Container: container}
 	wr, err := c.ContainerWait(ctx, container, dockerapi.WaitNotRunning)
 	if err != nil {
@@ -155,7 +160,7 @@ func (w *waiterCmd) follow(ctx context.Context, c *dockerapi.Client, container s
 	a.LogTail = []string{}
 	if w.LogTail > 0 {
 		var out bytes.Buffer
-		opts := dockerapi.LogsOptions{Tail: w.LogTail, TTY: ctr.Config.Tty, Since: ctr.State.StartedAt}
+		opts := dockerapi.LogsOptions{Tail: w.LogTail, TTY: ctr.Config.Tty, Since: since}
 		if err := c.ContainerLogs(ctx, container, opts, &out, &out); err != nil {
 			return a, err
 		}
