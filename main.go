@@ -30,6 +30,7 @@ type cli struct {
 
 	Action  actionCmd  `cmd:"" help:"Phase 1, the image's entrypoint: hand the action's work to a waiter, and exit 0."`
 	Waiter  waiterCmd  `cmd:"" hidden:"" help:"Phase 2, run by phase 1: wait, then run the user container."`
+	Plan    planCmd    `cmd:"" help:"Print what waitdaemon would do if the given container were the action: the dry run, on a host."`
 	API     apiCmd     `cmd:"" name:"api" help:"Send one request to the engine, like curl on its socket, and print the answer as indented JSON."`
 	Version versionCmd `cmd:"" help:"Print waitdaemon's version, and the engine's when one answers."`
 }

@@ -2,6 +2,9 @@
 // what it received (arguments, environment, namespaces, mounts) as JSON
 // in <PROBE_DIR or /out>/<PROBE_NAME or "probe">.json, prints it, and exits with
 // PROBE_EXIT (default 0), after sleeping PROBE_SLEEP seconds (default 0).
+// Its own arguments, for the tests of retries and fallbacks: --exit=N
+// exits N whatever PROBE_EXIT says; --fail-times=N exits 3 on its first N
+// runs, counted in <dir>/<name>.count.
 package main
 
 import (
@@ -59,6 +62,21 @@ func main() {
 		time.Sleep(time.Duration(secs) * time.Second)
 	}
 	code, _ := strconv.Atoi(os.Getenv("PROBE_EXIT"))
+	for _, arg := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(arg, "--exit="); ok {
+			code, _ = strconv.Atoi(v)
+		}
+		if v, ok := strings.CutPrefix(arg, "--fail-times="); ok {
+			n, _ := strconv.Atoi(v)
+			count := filepath.Join(dir, name+".count")
+			runs, _ := os.ReadFile(count)
+			done := len(runs) + 1
+			_ = os.WriteFile(count, append(runs, '.'), 0o644)
+			if done <= n {
+				code = 3
+			}
+		}
+	}
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "probe: exiting %d as asked\n", code)
 	}
