@@ -40,17 +40,26 @@ const description = `Run a Tinkerbell action's work after the action has reporte
 
 As an action, waitdaemon reads its settings from the environment:
 
-  IMAGE                     the image to run after the wait (required)
-  WAIT_SECONDS              whole seconds to wait after the action exits, 0 to 3600 (default 10)
-  WAITDAEMON_IMAGE          alias of IMAGE; when set, IMAGE passes to the user container
-  WAITDAEMON_WAIT_SECONDS   alias of WAIT_SECONDS; when set, WAIT_SECONDS passes to the user container
-  WAITDAEMON_CONTAINER      this action container's ID or name, when detection cannot find it
-  WAITDAEMON_VERBOSE        true (or 1, yes): trace every exchange with the engine on stderr
-  DOCKER_HOST               the engine's socket, unix:///path (default unix:///var/run/docker.sock)
+  IMAGE                         the image to run after the wait (required)
+  WAIT_SECONDS                  whole seconds to wait after the action exits, 0 to 3600 (default 10)
+  WAITDAEMON_IMAGE              alias of IMAGE; when set, IMAGE passes to the user container
+  WAITDAEMON_WAIT_SECONDS       alias of WAIT_SECONDS; when set, WAIT_SECONDS passes to the user container
+  WAITDAEMON_RETRIES            re-runs of a user container that exits non-zero, 0 to 10 (default 0)
+  WAITDAEMON_FALLBACK_COMMAND   JSON array run once when the user container and its retries failed
+  WAITDAEMON_FALLBACK_IMAGE     the fallback's image (default IMAGE)
+  WAITDAEMON_LOG_TAIL           lines of the user container's output in the result, 0 to 1000 (default 20)
+  WAITDAEMON_RESULT_FILE        absolute host path where the waiter writes the result as JSON
+  WAITDAEMON_PULL_POLICY        if-not-present (default), always or never
+  WAITDAEMON_REGISTRY_USERNAME  user for the registry named in IMAGE
+  WAITDAEMON_REGISTRY_PASSWORD  its password (else DOCKER_CONFIG's config.json, default /root/.docker)
+  WAITDAEMON_DRY_RUN            true: print the whole plan, create nothing, exit 0
+  WAITDAEMON_CONTAINER          this action container's ID or name, when detection cannot find it
+  WAITDAEMON_VERBOSE            true (or 1, yes): trace every exchange with the engine on stderr
+  DOCKER_HOST                   the engine's socket, unix:///path (default unix:///var/run/docker.sock)
 
 No WAITDAEMON_ variable reaches the user container, nor do IMAGE and WAIT_SECONDS
-unless their alias is set; DOCKER_HOST does. The action's command is the user
-image's command.`
+unless their alias is set; DOCKER_HOST and DOCKER_CONFIG do. The action's command
+is the user image's command.`
 
 // globals is what every command gets from main.
 type globals struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -73,6 +74,30 @@ func TestCLIWithoutEngine(t *testing.T) {
 				t.Errorf("waitdaemon %q: exit %d, want %d\nstdout (want %q):\n%s\nstderr (want %q):\n%s", tc.args, code, tc.wantCode, tc.wantOut, out, tc.wantErr, errOut)
 			}
 		})
+	}
+}
+
+// TestHelpListsEveryVariable checks --help against the action's own
+// variables, so that a new one cannot go undocumented.
+func TestHelpListsEveryVariable(t *testing.T) {
+	out, _, code := runCLI(t, "--help")
+	if code != 0 {
+		t.Fatalf("--help exited %d", code)
+	}
+	vars := []string{"WAITDAEMON_VERBOSE", "DOCKER_HOST"}
+	ty := reflect.TypeOf(actionCmd{})
+	for i := range ty.NumField() {
+		if env := ty.Field(i).Tag.Get("env"); env != "" {
+			vars = append(vars, strings.Split(env, ",")...)
+		}
+	}
+	if len(vars) < 15 {
+		t.Fatalf("found only %d variables: %q", len(vars), vars)
+	}
+	for _, v := range vars {
+		if !regexp.MustCompile(`(?m)^\s+` + v + `\s`).MatchString(out) {
+			t.Errorf("--help does not list %s", v)
+		}
 	}
 }
 
