@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,9 +103,11 @@ func registryAuth(user, pass, dockerConfig string, ref dockerapi.Reference) (*do
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		return nil, inputError{fmt.Sprintf("%s: expected a Docker config.json with \"auths\": %v", file, err)}
 	}
-	for key, entry := range cfg.Auths {
-		if registryHost(key) != ref.Registry() {
-			continue
+	keys := slices.Sorted(maps.Keys(cfg.Auths)) // the same choice every time
+	for _, key := range keys {
+		entry := cfg.Auths[key]
+		if registryHost(key) != ref.Registry() || entry.Auth == "" && entry.IdentityToken == "" {
+			continue // another registry, or one a credential helper holds
 		}
 		a := &dockerapi.AuthConfig{ServerAddress: server, IdentityToken: entry.IdentityToken}
 		if entry.Auth != "" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,20 @@ import (
 
 // redactedHeaders never appear in a trace with their values.
 var redactedHeaders = []string{"X-Registry-Auth", "Authorization"}
+
+// secretEnv matches an environment entry in a JSON body whose name says
+// it holds a secret, like "REGISTRY_PASSWORD=…": its value is redacted.
+var secretEnv = regexp.MustCompile(`"([A-Za-z0-9_]*(?i:password|passwd|secret|token|credential|api_?key)[A-Za-z0-9_]*)=(?:[^"\\]|\\.)*"`)
+
+// redact hides the values of secret-looking environment entries.
+func redact(b []byte) []byte {
+	return secretEnv.ReplaceAll(b, []byte(`"$1=<redacted>"`))
+}
+
+// maxBuffered bounds a response body traced whole: a body of known length
+// up to it is redacted as a whole; anything else is a stream, traced as it
+// arrives.
+const maxBuffered = 1 << 20
 
 // tracer writes every exchange to w the way curl -v shows it: the request
 // line, headers and body after "> ", the status line and headers after
@@ -36,7 +51,7 @@ func (t *tracer) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
-		b.Write(body)
+		b.Write(redact(body))
 		b.WriteString("\n")
 	}
 	t.write(b.Bytes())
@@ -50,9 +65,20 @@ func (t *tracer) RoundTrip(req *http.Request) (*http.Response, error) {
 	fmt.Fprintf(&b, "< HTTP/%d.%d %s\n", resp.ProtoMajor, resp.ProtoMinor, resp.Status)
 	writeHeaders(&b, "<", resp.Header)
 	b.WriteString("<\n")
+	if resp.ContentLength < 0 || resp.ContentLength > maxBuffered {
+		t.write(b.Bytes())
+		resp.Body = &tracedBody{ReadCloser: resp.Body, t: t}
+		return resp, nil
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	b.Write(redact(body))
+	if len(body) > 0 && body[len(body)-1] != '\n' {
+		b.WriteByte('\n')
+	}
 	t.write(b.Bytes())
-	resp.Body = &tracedBody{ReadCloser: resp.Body, t: t}
-	return resp, nil
+	return resp, err
 }
 
 func (t *tracer) write(p []byte) {
@@ -88,7 +114,7 @@ type tracedBody struct {
 func (b *tracedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if n > 0 {
-		b.t.write(p[:n])
+		b.t.write(redact(p[:n]))
 		b.last = p[n-1]
 	}
 	if err == io.EOF {
