@@ -10,6 +10,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
@@ -232,11 +233,19 @@ func firstOr(names []string, def string) string {
 func shortID(id string) string { return id[:min(12, len(id))] }
 
 // reachEngine waits, within the client's bound, for the engine to answer.
+// A socket that is missing or refuses is one not mounted; one that
+// answers otherwise is not a Docker engine.
 func reachEngine(ctx context.Context, c *dockerapi.Client) error {
 	_, err := c.APIVersion(ctx)
 	var te *dockerapi.TransportError
-	if errors.As(err, &te) {
-		return fmt.Errorf("cannot reach the Docker engine on %s (%v): mount its socket into the action with\n  volumes:\n    - /var/run/docker.sock:/var/run/docker.sock", c.SocketPath(), te.Err)
+	var ae *dockerapi.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("cannot reach the Docker engine on %s (%w): mount its socket into the action with\n  volumes:\n    - /var/run/docker.sock:/var/run/docker.sock", c.SocketPath(), errors.Unwrap(err))
+	case errors.As(err, &te), errors.As(err, &ae):
+		return fmt.Errorf("%s does not answer like a Docker engine: %w", c.SocketPath(), err)
 	}
 	return err
 }

@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waitdaemon/waitdaemon/internal/rr"
 )
 
 // TestBadInput checks that bad input fails the action with a message that
@@ -26,6 +29,20 @@ func TestBadInput(t *testing.T) {
 		{"IMAGE malformed", map[string]string{"IMAGE": "Not/A:Valid:Ref", "WAIT_SECONDS": "1"}, false, 2, `IMAGE: image reference "Not/A:Valid:Ref"`},
 		{"IMAGE cannot be pulled", map[string]string{"IMAGE": "127.0.0.1:1/waitdaemon/none:1", "WAIT_SECONDS": "1"}, false, 1, "pulling image 127.0.0.1:1/waitdaemon/none:1"},
 		{"no socket mounted", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1"}, true, 1, "mount its socket into the action with\n  volumes:\n    - /var/run/docker.sock:/var/run/docker.sock"},
+		{"WAIT_SECONDS huge", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "99999999999999999999"}, false, 2, `WAIT_SECONDS="99999999999999999999": expected a whole number of seconds from 0 to 3600`},
+		{"DOCKER_HOST not a unix socket", map[string]string{"IMAGE": probeImage, "DOCKER_HOST": "tcp://127.0.0.1:2375"}, false, 2, `DOCKER_HOST="tcp://127.0.0.1:2375": expected unix:///path/to/docker.sock`},
+		{"WAITDAEMON_RETRIES not a number", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RETRIES": "many"}, false, 2, `WAITDAEMON_RETRIES="many": expected a whole number of re-runs from 0 to 10`},
+		{"WAITDAEMON_RETRIES too many", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RETRIES": "11"}, false, 2, `WAITDAEMON_RETRIES="11": expected a whole number of re-runs from 0 to 10`},
+		{"WAITDAEMON_FALLBACK_COMMAND not JSON", map[string]string{"IMAGE": probeImage, "WAITDAEMON_FALLBACK_COMMAND": "reboot -f"}, false, 2, `WAITDAEMON_FALLBACK_COMMAND="reboot -f": expected a JSON array of strings, like ["reboot","-f"]`},
+		{"WAITDAEMON_FALLBACK_IMAGE malformed", map[string]string{"IMAGE": probeImage, "WAITDAEMON_FALLBACK_IMAGE": "UP/Per:x:y"}, false, 2, `WAITDAEMON_FALLBACK_IMAGE: image reference "UP/Per:x:y"`},
+		{"WAITDAEMON_PULL_POLICY unknown", map[string]string{"IMAGE": probeImage, "WAITDAEMON_PULL_POLICY": "sometimes"}, false, 2, `WAITDAEMON_PULL_POLICY="sometimes": expected if-not-present, always or never`},
+		{"WAITDAEMON_LOG_TAIL negative", map[string]string{"IMAGE": probeImage, "WAITDAEMON_LOG_TAIL": "-5"}, false, 2, `WAITDAEMON_LOG_TAIL="-5": expected a whole number of lines from 0 to 1000`},
+		{"WAITDAEMON_RESULT_FILE relative", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RESULT_FILE": "result.json"}, false, 2, `WAITDAEMON_RESULT_FILE="result.json": expected an absolute path to a file on the host`},
+		{"WAITDAEMON_REGISTRY_PASSWORD without a user", map[string]string{"IMAGE": probeImage, "WAITDAEMON_REGISTRY_PASSWORD": "x"}, false, 2, "WAITDAEMON_REGISTRY_USERNAME and WAITDAEMON_REGISTRY_PASSWORD: expected both or neither"},
+		{"WAITDAEMON_VERBOSE not a boolean", map[string]string{"IMAGE": probeImage, "WAITDAEMON_VERBOSE": "loud"}, false, 2, `from envar WAITDAEMON_VERBOSE="loud"`},
+	}
+	if len(cases) < 12 {
+		t.Fatalf("only %d kinds of bad input", len(cases))
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,4 +55,23 @@ func TestBadInput(t *testing.T) {
 			waitGone(t, c, r.ID, time.Second)
 		})
 	}
+}
+
+// TestNotDockerSocket mounts a socket that answers HTTP, but not like a
+// Docker engine, where the engine's should be.
+func TestNotDockerSocket(t *testing.T) {
+	c := setup(t)
+	sock := rr.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "this is not the engine you are looking for", http.StatusNotFound)
+	}))
+	r := runAction(t, c, tinkAgent, action{
+		name: "e2e not docker", command: []string{"x"}, noSocket: true,
+		env:     map[string]string{"IMAGE": probeImage},
+		volumes: []string{sock + ":/var/run/docker.sock"},
+	})
+	want := "/var/run/docker.sock does not answer like a Docker engine: GET /_ping: 404: this is not the engine you are looking for"
+	if r.ExitCode != 1 || !strings.Contains(r.Logs, want) {
+		t.Errorf("exit %d, output:\n%s\nwant exit 1 and %q", r.ExitCode, r.Logs, want)
+	}
+	waitGone(t, c, r.ID, time.Second)
 }
