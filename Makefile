@@ -49,6 +49,7 @@ record: engine
 	testdata/record.sh
 
 fuzz:
+	go test . -run=NONE -fuzz=FuzzWaitSeconds -fuzztime=30s
 	go test ./dockerapi/ -run=NONE -fuzz=FuzzParseReference -fuzztime=30s
 	go test ./dockerapi/ -run=NONE -fuzz=FuzzDecodePull -fuzztime=30s
 	go test ./selfid/ -run=NONE -fuzz=FuzzCandidates -fuzztime=30s

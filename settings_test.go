@@ -1,0 +1,62 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestWholeNumber(t *testing.T) {
+	cases := []struct {
+		in      string
+		want    int
+		wantErr bool
+	}{
+		{"", 10, false}, {"0", 0, false}, {"5", 5, false}, {" 45 ", 45, false}, {"3600", 3600, false}, {"007", 7, false},
+		{"3601", 0, true}, {"-1", 0, true}, {"1.5", 0, true}, {"abc", 0, true}, {"10s", 0, true}, {"+5", 0, true},
+		{"1e3", 0, true}, {"0x10", 0, true}, {"99999999999999999999", 0, true}, {"٣", 0, true},
+	}
+	for _, tc := range cases {
+		got, err := wholeNumber(tc.in, 10, 3600, "seconds")
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("wholeNumber(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+		if err != nil && err.Error() != "a whole number of seconds from 0 to 3600, like 10" {
+			t.Errorf("wholeNumber(%q) error = %q", tc.in, err)
+		}
+	}
+}
+
+// FuzzWaitSeconds: the WAIT_SECONDS parser never panics, accepts only
+// plain decimal digits, and returns a value within bounds that reads back
+// as the input.
+func FuzzWaitSeconds(f *testing.F) {
+	for _, s := range []string{"", "10", "0", "3600", "3601", "-1", "1.5", "abc", " 7 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		n, err := wholeNumber(in, defaultWaitSeconds, maxWaitSeconds, "seconds")
+		trimmed := strings.TrimSpace(in)
+		if err != nil {
+			if n != 0 {
+				t.Errorf("wholeNumber(%q) = %d with an error", in, n)
+			}
+			return
+		}
+		if n < 0 || n > maxWaitSeconds {
+			t.Fatalf("wholeNumber(%q) = %d, out of bounds", in, n)
+		}
+		if trimmed == "" {
+			if n != defaultWaitSeconds {
+				t.Errorf("wholeNumber(%q) = %d, want the default", in, n)
+			}
+			return
+		}
+		if strings.TrimLeft(trimmed, "0123456789") != "" {
+			t.Fatalf("wholeNumber(%q) accepted a non-digit", in)
+		}
+		if back, _ := strconv.Atoi(trimmed); back != n {
+			t.Errorf("wholeNumber(%q) = %d, want %d", in, n, back)
+		}
+	})
+}
