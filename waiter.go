@@ -21,6 +21,11 @@ const (
 	retryCap  = 30 * time.Second
 )
 
+// waiterWaitForEngine is how long each of the waiter's requests waits for
+// a socket that is not answering: longer than phase 1's, as the waiter
+// outlives engine restarts that phase 1 never sees.
+const waiterWaitForEngine = time.Minute
+
 // waiterCmd is phase 2, run as the detached waiter container that phase 1
 // started. It is not for humans.
 type waiterCmd struct {
@@ -76,7 +81,11 @@ type attempt struct {
 // user container alone.
 func (w *waiterCmd) Run(ctx context.Context, g *globals) error {
 	c := g.client()
-	exited, removed := w.actionExited(ctx, c)
+	c.WaitForEngine = waiterWaitForEngine
+	exited, removed, err := w.actionExited(ctx, c, g)
+	if err != nil {
+		return err
+	}
 	timer := time.NewTimer(time.Until(exited.Add(time.Duration(w.WaitSeconds) * time.Second)))
 	defer timer.Stop()
 	select {
@@ -251,22 +260,54 @@ func writeResult(file string, res result) (err error) {
 	return nil
 }
 
+// engineLost bounds how long the waiter goes on asking an engine that
+// does not answer (restarting, say) while it waits for the action
+// container. Each ask itself waits for the socket, within the client's
+// WaitForEngine.
+const engineLost = 2 * time.Minute
+
 // actionExited waits for the action container to stop, or to be gone, and
-// returns when it stopped by the engine's clock when it can tell.
-func (w *waiterCmd) actionExited(ctx context.Context, c *dockerapi.Client) (exited time.Time, removed bool) {
-	_, err := c.ContainerWait(ctx, w.ActionContainer, dockerapi.WaitNotRunning)
-	now := time.Now()
-	if err != nil {
-		return now, errors.Is(err, dockerapi.ErrNotFound)
+// returns when it stopped by the engine's clock when it can tell. A wait
+// that breaks without an answer (the engine restarting under live-restore
+// drops it) is asked again: the action may well still run.
+func (w *waiterCmd) actionExited(ctx context.Context, c *dockerapi.Client, g *globals) (exited time.Time, removed bool, err error) {
+	var lostSince time.Time
+	for {
+		_, err := c.ContainerWait(ctx, w.ActionContainer, dockerapi.WaitNotRunning)
+		var lost *dockerapi.TransportError
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return time.Now(), false, nil
+		case errors.Is(err, dockerapi.ErrNotFound):
+			return time.Now(), true, nil
+		case !errors.As(err, &lost):
+			// The engine answered, and cannot wait: count the exit from now.
+			return time.Now(), false, nil
+		default:
+			if lostSince.IsZero() {
+				lostSince = time.Now()
+				logEvent(g.stdout, "lost the engine while waiting for the action container; asking again", map[string]string{"error": err.Error()})
+			}
+			if time.Since(lostSince) > engineLost {
+				return time.Time{}, false, fmt.Errorf("waiting for the action container: no answer from the engine for %v: %w", engineLost, err)
+			}
+			if !sleep(ctx, time.Second) {
+				return time.Now(), false, nil
+			}
+			continue
+		}
+		break
 	}
+	now := time.Now()
 	ctr, err := c.ContainerInspect(ctx, w.ActionContainer)
 	if err != nil {
-		return now, errors.Is(err, dockerapi.ErrNotFound)
+		return now, errors.Is(err, dockerapi.ErrNotFound), nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, ctr.State.FinishedAt); err == nil && t.Before(now) && t.Year() > 1 {
-		return t, false
+		return t, false, nil
 	}
-	return now, false
+	return now, false, nil
 }
 
 // cancel removes the containers that will now never start.

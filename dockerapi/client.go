@@ -237,7 +237,8 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 	}
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("reading %s %s: %w", r.method, r.path, err)
+		// An answer that breaks off is no answer.
+		return &TransportError{Method: r.method, Path: r.path, Socket: c.Socket, Err: fmt.Errorf("reading the answer: %w", err)}
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(data), out); err != nil {
 		return fmt.Errorf("decoding %s %s: %w", r.method, r.path, err)

@@ -287,6 +287,17 @@ func TestContainerWait(t *testing.T) {
 			t.Errorf("ContainerWait() = %+v, %v; want StatusCode 137 and error \"waiting for container \\\"abc\\\": container was killed\"", got, err)
 		}
 	})
+	t.Run("container gone, in the body", func(t *testing.T) {
+		// Podman 4.3 answers a wait on a container removed meanwhile with
+		// 200 and this message in the body.
+		c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, 200, map[string]any{"StatusCode": -1, "Error": map[string]string{"Message": `no container with ID abc found in database: no such container`}})
+		})
+		_, err := c.ContainerWait(shortCtx(t), "abc", "")
+		if !errors.Is(err, dockerapi.ErrNotFound) {
+			t.Errorf("ContainerWait() error = %v, want one for which errors.Is(err, ErrNotFound)", err)
+		}
+	})
 	cancels := []struct {
 		name   string
 		ctx    func() (context.Context, context.CancelFunc)

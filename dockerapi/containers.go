@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -88,7 +89,14 @@ func (c *Client) ContainerWait(ctx context.Context, id, condition string) (WaitR
 		return WaitResponse{}, fmt.Errorf("waiting for container %q: %w", id, err)
 	}
 	if out.Error != nil && out.Error.Message != "" {
-		return out, fmt.Errorf("waiting for container %q: %s", id, out.Error.Message)
+		// The wait began, with 200 sent, and failed in the engine: the
+		// message is all there is. A container removed meanwhile
+		// (Podman says so here) is still one not found.
+		msg := out.Error.Message
+		if podmanNotFound(msg) || strings.Contains(msg, "No such container") {
+			return out, fmt.Errorf("waiting for container %q: %w", id, &Error{Status: http.StatusNotFound, Method: http.MethodPost, Path: "/containers/" + id + "/wait", Message: msg})
+		}
+		return out, fmt.Errorf("waiting for container %q: %s", id, msg)
 	}
 	return out, nil
 }

@@ -37,7 +37,7 @@ func (e *Error) Error() string {
 func (e *Error) Is(target error) bool {
 	switch target {
 	case ErrNotFound:
-		return e.Status == http.StatusNotFound
+		return e.Status == http.StatusNotFound || e.Status == http.StatusInternalServerError && podmanNotFound(e.Message)
 	case ErrConflict:
 		return e.Status == http.StatusConflict || e.Status == http.StatusInternalServerError && podmanConflict(e.Message)
 	case ErrNotModified:
@@ -59,6 +59,13 @@ func newError(resp *http.Response, method, path string) *Error {
 // removed without force.
 func podmanConflict(msg string) bool {
 	return strings.HasSuffix(msg, "that name is already in use") || strings.HasSuffix(msg, "container state improper")
+}
+
+// podmanNotFound recognises a container that is gone, which Podman's
+// compatibility API can answer with 500 (seen on 4.3 while a container
+// is being removed).
+func podmanNotFound(msg string) bool {
+	return strings.HasSuffix(msg, "no such container")
 }
 
 func errorMessage(data []byte) string {

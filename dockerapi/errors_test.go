@@ -80,6 +80,7 @@ func TestErrorFromEngine(t *testing.T) {
 		{"304 without body", 304, "", "", "", dockerapi.ErrNotModified},
 		{"json 500", 500, "application/json", `{"message":"error while creating mount source path '/x': mkdir /x: read-only file system"}`, "error while creating mount source path '/x': mkdir /x: read-only file system", nil},
 		{"podman 500 in use", 500, "application/json", `{"cause":"that name is already in use","message":"creating container storage: the container name \"web\" is already in use by 0123: that name is already in use","response":500}`, `creating container storage: the container name "web" is already in use by 0123: that name is already in use`, dockerapi.ErrConflict},
+		{"podman 500 gone", 500, "application/json", `{"cause":"no such container","message":"no container with name or ID \"web\" found: no such container","response":500}`, `no container with name or ID "web" found: no such container`, dockerapi.ErrNotFound},
 		{"text/plain 400", 400, "text/plain; charset=utf-8", "client version 1.11 is too old. Minimum supported API version is 1.12, please upgrade your client to a newer version\n", "client version 1.11 is too old. Minimum supported API version is 1.12, please upgrade your client to a newer version", nil},
 		{"json without message", 500, "application/json", `{"error":"boom"}`, `{"error":"boom"}`, nil},
 		{"empty 500", 500, "", "", "", nil},

@@ -46,7 +46,7 @@ func Plan(in Input) Output {
 		Domainname:  c.Config.Domainname,
 		Tty:         c.Config.Tty,
 		OpenStdin:   c.Config.OpenStdin,
-		Env:         userEnv(c.Config.Env, img.Env, podman),
+		Env:         userEnv(c.Config.Env, img.Env, podman, c.Config.Hostname),
 		Labels:      userLabels(c.Config.Labels, img.Labels),
 		StopTimeout: c.Config.StopTimeout,
 	}
@@ -112,7 +112,7 @@ func fromPodman(c dockerapi.Container) bool {
 // userEnv is the container's environment minus the entries its image
 // brought unchanged, minus those Podman added by itself, minus
 // waitdaemon's own variables.
-func userEnv(env, imageEnv []string, podman bool) []string {
+func userEnv(env, imageEnv []string, podman bool, hostname string) []string {
 	control := Control(env)
 	var out []string
 	for _, kv := range env {
@@ -127,6 +127,10 @@ func userEnv(env, imageEnv []string, podman bool) []string {
 			// it is dropped with or without one: copied, it would
 			// override a TERM the user image sets, as an operator's
 			// setting would.
+		case podman && kv == "HOSTNAME="+hostname:
+			// Podman puts the container's hostname (its short ID unless
+			// one was set) in the environment too, and does so again for
+			// the user container, with that container's own hostname.
 		default:
 			out = append(out, kv)
 		}

@@ -510,8 +510,8 @@ func TestPlanDefaults(t *testing.T) {
 	}
 }
 
-// TestPlanPodmanEnv keeps container=podman and TERM=xterm apart from the
-// same names set otherwise.
+// TestPlanPodmanEnv keeps container=podman, TERM=xterm and Podman's
+// HOSTNAME apart from the same names set otherwise.
 func TestPlanPodmanEnv(t *testing.T) {
 	cases := []struct {
 		env, want []string
@@ -519,9 +519,12 @@ func TestPlanPodmanEnv(t *testing.T) {
 		{[]string{"container=podman", "TERM=xterm", "A=1"}, []string{"A=1"}},
 		{[]string{"TERM=xterm", "container=docker"}, []string{"TERM=xterm", "container=docker"}},
 		{[]string{"container=podman", "TERM=linux"}, []string{"TERM=linux"}},
+		{[]string{"container=podman", "HOSTNAME=0123456789ab", "A=1"}, []string{"A=1"}},
+		{[]string{"container=podman", "HOSTNAME=other"}, []string{"HOSTNAME=other"}},
+		{[]string{"HOSTNAME=0123456789ab"}, []string{"HOSTNAME=0123456789ab"}},
 	}
 	for _, tc := range cases {
-		c := dockerapi.Container{Config: dockerapi.Config{Env: tc.env}}
+		c := dockerapi.Container{Config: dockerapi.Config{Env: tc.env, Hostname: "0123456789ab"}}
 		is(t, fmt.Sprintf("Env from %q", tc.env), Plan(Input{Container: c}).Create.Env, tc.want)
 	}
 }

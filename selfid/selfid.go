@@ -74,8 +74,8 @@ func Candidates(s Sources) []Candidate {
 	return out
 }
 
-// scopePrefixes name the systemd scope units of containers, as in
-// docker-<id>.scope.
+// scopePrefixes name the cgroups of containers: systemd scope units, as in
+// docker-<id>.scope, and cgroupfs directories, as Podman's libpod-<id>.
 var scopePrefixes = []string{"docker-", "libpod-", "cri-containerd-", "crio-"}
 
 // cgroupIDs returns the IDs in the paths of /proc/self/cgroup, whose lines are
@@ -98,15 +98,13 @@ func cgroupIDs(cgroup string) []string {
 	return ids
 }
 
-// scopeID returns the ID a cgroup path component is, or names as a scope unit.
+// scopeID returns the ID a cgroup path component is, or names as a scope
+// unit or a prefixed directory.
 func scopeID(part string) string {
 	if isID(part) {
 		return part
 	}
-	unit, ok := strings.CutSuffix(part, ".scope")
-	if !ok {
-		return ""
-	}
+	unit := strings.TrimSuffix(part, ".scope")
 	for _, p := range scopePrefixes {
 		if id, ok := strings.CutPrefix(unit, p); ok && isID(id) {
 			return id

@@ -170,6 +170,11 @@ var candidateCases = []struct {
 		want: []Candidate{{podman, Cgroup}, {podman[:12], Hostname}},
 	},
 	{
+		name: "podman, cgroupfs manager",
+		src:  Sources{Cgroup: fill("0::/libpod_parent/libpod-{podman}\n"), Mountinfo: podmanMountinfo(podmanFiles), Hostname: podman[:12]},
+		want: []Candidate{{podman, Cgroup}, {podman[:12], Hostname}},
+	},
+	{
 		name: "podman, private cgroup namespace",
 		src:  Sources{Cgroup: "0::/\n", Mountinfo: podmanMountinfo(podmanFiles), Hostname: podman[:12]},
 		want: []Candidate{{podman, Mountinfo}, {podman[:12], Hostname}},

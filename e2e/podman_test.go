@@ -1,0 +1,679 @@
+package e2e
+
+// The core of the end-to-end suite, run against Podman 4.3's
+// Docker-compatible API: the action container runs under Podman with
+// Podman's socket bound at /var/run/docker.sock, so waitdaemon finds
+// itself in Podman's layout, reads Podman's inspect (Binds with options
+// appended, Podman's own environment entries) and negotiates at Podman's
+// API version. Where Podman behaves differently from Docker, the tests
+// assert the difference, so that it stays documented.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+)
+
+// podmanAPIVersion is the version Podman 4.3's compatibility API answers
+// in its ping, and so the one waitdaemon speaks to it.
+const podmanAPIVersion = "1.41"
+
+// podmanEngine is the Podman API service the Podman tests share. It is
+// started once per test binary and stopped by TestMain.
+var podmanEngine struct {
+	once sync.Once
+	err  error
+	dir  string // containers.conf, podman.sock, service.log
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the service has exited
+	exit error         // why, once done is closed
+}
+
+func podmanSocket() string { return filepath.Join(podmanEngine.dir, "podman.sock") }
+func podmanConf() string   { return filepath.Join(podmanEngine.dir, "containers.conf") }
+
+// TestMain stops the Podman service after the tests, if one was started.
+// (The package had no TestMain; the Podman service is its only shared
+// state that must not outlive the test binary.)
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopPodman()
+	os.Exit(code)
+}
+
+// setupPodman returns a client for Podman's Docker-compatible API, with
+// the action and probe images (built by Docker in setup) loaded into
+// Podman. It installs Podman if it is missing and fails the test when it
+// cannot; it never skips.
+func setupPodman(t *testing.T) *dockerapi.Client {
+	t.Helper()
+	setup(t) // Docker builds waitdaemon:e2e and waitdaemon-probe:e2e
+	podmanEngine.once.Do(func() { podmanEngine.err = startPodman() })
+	if podmanEngine.err != nil {
+		t.Fatalf("Podman: %v", podmanEngine.err)
+	}
+	return &dockerapi.Client{Socket: podmanSocket(), WaitForEngine: 2 * time.Second}
+}
+
+// startPodman installs Podman if needed, writes a containers.conf
+// without default ulimits (with them, no container starts on these
+// machines: "error setting rlimit type 7: operation not permitted"),
+// starts `podman system service` on a socket of its own, and loads the
+// images.
+func startPodman() error {
+	if _, err := exec.LookPath("podman"); err != nil {
+		out, err := exec.Command("apt-get", "install", "-y", "podman").CombinedOutput()
+		if err != nil {
+			// A fresh machine may have no package lists yet.
+			upd, uerr := exec.Command("apt-get", "update").CombinedOutput()
+			out = append(append(out, upd...), '\n')
+			if uerr == nil {
+				var more []byte
+				more, err = exec.Command("apt-get", "install", "-y", "podman").CombinedOutput()
+				out = append(out, more...)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("these tests need Podman 4.3, which is not installed, and `apt-get install -y podman` failed: %v\n%s", err, tailOf(out, 20))
+		}
+	}
+	dir, err := os.MkdirTemp("", "waitdaemon-podman-")
+	if err != nil {
+		return err
+	}
+	podmanEngine.dir = dir
+	if err := os.WriteFile(podmanConf(), []byte("[containers]\ndefault_ulimits = []\n"), 0o644); err != nil {
+		return err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "service.log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("podman", "system", "service", "--time=0", "unix://"+podmanSocket())
+	cmd.Env = podmanEnv()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// TestMain stops it; should the test binary die first (a panic, a
+	// test timeout), the kernel sends it SIGTERM.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("starting `podman system service`: %w", err)
+	}
+	logFile.Close()
+	podmanEngine.cmd = cmd
+	podmanEngine.done = make(chan struct{})
+	go func() {
+		podmanEngine.exit = cmd.Wait()
+		close(podmanEngine.done)
+	}()
+
+	c := &dockerapi.Client{Socket: podmanSocket(), WaitForEngine: 15 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	answered := make(chan error, 1)
+	go func() { _, err := c.APIVersion(ctx); answered <- err }()
+	select {
+	case <-podmanEngine.done:
+		return fmt.Errorf("`podman system service` exited at once (%v):\n%s", podmanEngine.exit, serviceLog())
+	case err := <-answered:
+		if err != nil {
+			return fmt.Errorf("`podman system service` does not answer on %s: %v\n%s", podmanSocket(), err, serviceLog())
+		}
+	}
+
+	// docker save IMG... | podman load. Podman names them localhost/IMG.
+	// Earlier loads' tags are removed first, so that they do not pile up
+	// as untagged images (an image still in use stays).
+	rmi := exec.Command("podman", "rmi", "localhost/"+actionImage, "localhost/"+probeImage)
+	rmi.Env = podmanEnv()
+	_ = rmi.Run()
+	save := exec.Command("docker", "save", actionImage, probeImage)
+	load := exec.Command("podman", "load")
+	load.Env = podmanEnv()
+	var saveErr, loadOut bytes.Buffer
+	save.Stderr = &saveErr
+	load.Stdout, load.Stderr = &loadOut, &loadOut
+	pipe, err := save.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	load.Stdin = pipe
+	if err := save.Start(); err != nil {
+		return fmt.Errorf("docker save: %w", err)
+	}
+	lerr := load.Run()
+	if err := save.Wait(); err != nil {
+		return fmt.Errorf("docker save %s %s: %v\n%s", actionImage, probeImage, err, saveErr.String())
+	}
+	if lerr != nil {
+		return fmt.Errorf("podman load: %v\n%s", lerr, loadOut.String())
+	}
+	return nil
+}
+
+// podmanEnv is the environment of every podman command the tests run.
+func podmanEnv() []string { return append(os.Environ(), "CONTAINERS_CONF="+podmanConf()) }
+
+func serviceLog() string {
+	data, _ := os.ReadFile(filepath.Join(podmanEngine.dir, "service.log"))
+	return tailOf(data, 30)
+}
+
+func tailOf(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// stopPodman stops the service (SIGTERM, then SIGKILL after 10 s) and
+// removes its directory. The containers the tests made are removed by
+// the tests themselves.
+func stopPodman() {
+	if podmanEngine.done != nil {
+		_ = podmanEngine.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-podmanEngine.done:
+		case <-time.After(10 * time.Second):
+			_ = podmanEngine.cmd.Process.Kill()
+			<-podmanEngine.done
+		}
+	}
+	if podmanEngine.dir != "" {
+		os.RemoveAll(podmanEngine.dir)
+	}
+}
+
+// onPodman binds Podman's socket where the action looks for the engine's,
+// instead of Docker's that runAction would add.
+func onPodman(a action) action {
+	if !a.noSocket {
+		a.volumes = append(slices.Clone(a.volumes), podmanSocket()+":/var/run/docker.sock")
+	}
+	a.noSocket = true
+	return a
+}
+
+// TestPodmanEngine checks what the Podman tests rely on, and the
+// differences from Docker that are Podman's own, not waitdaemon's.
+func TestPodmanEngine(t *testing.T) {
+	c := setupPodman(t)
+	ctx := testCtx(t)
+	t.Run("negotiation", func(t *testing.T) {
+		p, err := c.Ping(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := c.APIVersion(ctx)
+		if err != nil || v != podmanAPIVersion || p.APIVersion != podmanAPIVersion {
+			t.Fatalf("Podman answers Api-Version %q, negotiated %q (%v); want %s", p.APIVersion, v, err, podmanAPIVersion)
+		}
+	})
+	t.Run("short image names resolve to localhost/", func(t *testing.T) {
+		// docker save | podman load names the images localhost/IMG; the
+		// compat API resolves the short names the tests use to them.
+		for _, ref := range []string{actionImage, probeImage} {
+			img, err := c.ImageInspect(ctx, ref)
+			if err != nil {
+				t.Fatalf("image %s under Podman: %v", ref, err)
+			}
+			if !slices.Contains(img.RepoTags, "localhost/"+ref) {
+				t.Errorf("image %s: RepoTags %q, want localhost/%s", ref, img.RepoTags, ref)
+			}
+		}
+	})
+	t.Run("cgroup namespace mode is ignored", func(t *testing.T) {
+		// Podman 4.3's compat create drops HostConfig.CgroupnsMode: the
+		// container stays in the host's cgroup namespace, and its inspect
+		// reports "" (so there is nothing for the user container to
+		// inherit either).
+		created, err := c.ContainerCreate(ctx, "waitdaemon_e2e_podman_cgroupns", dockerapi.CreateRequest{
+			Config:     dockerapi.Config{Image: probeImage, Env: []string{"PROBE_SLEEP=5", "PROBE_DIR=/none"}},
+			HostConfig: dockerapi.HostConfig{CgroupnsMode: "private"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { removeAction(c, created.ID) })
+		if err := c.ContainerStart(ctx, created.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.ContainerInspect(ctx, created.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/cgroup", got.State.Pid))
+		if err != nil {
+			t.Fatalf("the container's cgroup namespace: %v (state %+v)", err, got.State)
+		}
+		if got.HostConfig.CgroupnsMode != "" || ns != hostNamespace(t, "cgroup") {
+			t.Errorf("CgroupnsMode private under Podman: inspect says %q, namespace %s (host's %s); "+
+				"Podman 4.3 used to ignore it (\"\", the host's): update the README's compatibility table",
+				got.HostConfig.CgroupnsMode, ns, hostNamespace(t, "cgroup"))
+		}
+	})
+}
+
+// TestPodmanInheritance runs worker-shaped actions under Podman and
+// checks what the user container received, the timing, and that nothing
+// is left.
+func TestPodmanInheritance(t *testing.T) {
+	c := setupPodman(t)
+	hostname, _ := os.Hostname()
+	cases := []struct {
+		name         string
+		shape        shape
+		a            action
+		wantArgs     []string
+		wantHostname string // "" means: not the host's
+		hostNet      bool
+		hostPid      bool
+	}{
+		{
+			// Podman (unlike Docker on these machines) can start a
+			// privileged container, so this is the real tink-worker shape.
+			name:  "tink-worker reboot-like, privileged, flags in the command",
+			shape: tinkWorker,
+			a: action{
+				name:       "e2e podman worker",
+				command:    []string{"--help", "version", "-v"},
+				env:        map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "FOO": "bar baz", "PROBE_NAME": "p"},
+				pid:        "host",
+				privileged: true,
+			},
+			wantArgs: []string{"/probe", "--help", "version", "-v"},
+			hostPid:  true,
+		},
+		{
+			name:  "tink-agent with network host",
+			shape: tinkAgent,
+			a: action{
+				name:    "e2e podman agent",
+				command: []string{"reboot"},
+				env:     map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "FOO": "bar baz", "PROBE_NAME": "p"},
+				pid:     "host",
+				network: "host",
+			},
+			wantArgs:     []string{"/probe", "reboot"},
+			wantHostname: hostname,
+			hostNet:      true,
+			hostPid:      true,
+		},
+		{
+			name:  "custom hostname, empty command",
+			shape: tinkAgent,
+			a: action{
+				name:     "e2e podman hostname",
+				env:      map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "FOO": "bar baz", "PROBE_NAME": "p"},
+				hostname: "custom-e2e",
+			},
+			wantArgs:     []string{"/probe"},
+			wantHostname: "custom-e2e",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			tc.a.volumes = []string{out + ":/out"}
+			r := runAction(t, c, tc.shape, onPodman(tc.a))
+			if r.ExitCode != 0 {
+				t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
+			}
+			handed, ok := find(events(r.Logs), "handed off")
+			if !ok {
+				t.Fatalf("phase 1 logged no hand-off line:\n%s", r.Logs)
+			}
+			// Podman's layout: /proc/self/cgroup holds
+			// /libpod_parent/libpod-<id> (the cgroupfs manager, as on these
+			// machines), and it is found there before mountinfo's
+			// .../overlay-containers/<id>/userdata/... is read.
+			if fb := handed.str("found_by"); fb != "cgroup" {
+				t.Errorf("found own container by %q, want it found in Podman's cgroup path", fb)
+			}
+			evs := followPodmanWaiter(t, c, r.ID)
+			started, ok1 := find(evs, "started user container")
+			exited, ok2 := find(evs, "user container exited")
+			if !ok1 || !ok2 {
+				t.Fatalf("waiter output lacks the start or the exit: %v", evs)
+			}
+			checkTiming(t, r, started, exited, 1)
+			if exited.num("exit_code") != 0 || exited["kept"] != false {
+				t.Errorf("user container exit: %v, want 0 and removed", exited)
+			}
+			// The waiter was created with AutoRemove: Podman removes it too.
+			waitGone(t, c, r.ID, 5*time.Second)
+
+			p, ok := readProbe(t, out, "p")
+			if !ok {
+				t.Fatal("the user container did not run: no probe report")
+			}
+			if !slices.Equal(p.Args, tc.wantArgs) {
+				t.Errorf("user command = %q, want %q", p.Args, tc.wantArgs)
+			}
+			for _, kv := range []string{"FOO=bar baz", "PROBE_NAME=p", "PATH=/probe-bin:/usr/bin"} {
+				if !slices.Contains(p.Env, kv) {
+					t.Errorf("user env lacks %s: %q", kv, p.Env)
+				}
+			}
+			checkPodmanEnv(t, p)
+			for _, m := range []string{"/out", "/var/run/docker.sock"} {
+				if !slices.Contains(p.Mounts, m) {
+					t.Errorf("user mounts lack %s: %q", m, p.Mounts)
+				}
+			}
+			if tc.shape == tinkWorker && !slices.Contains(p.Mounts, "/workflow") {
+				t.Errorf("user mounts lack the worker's /workflow: %q", p.Mounts)
+			}
+			if got := p.Namespaces["pid"] == hostNamespace(t, "pid"); got != tc.hostPid {
+				t.Errorf("user pid namespace is the host's: %v, want %v", got, tc.hostPid)
+			}
+			if got := p.Namespaces["net"] == hostNamespace(t, "net"); got != tc.hostNet {
+				t.Errorf("user network namespace is the host's: %v, want %v", got, tc.hostNet)
+			}
+			if tc.wantHostname != "" && p.Hostname != tc.wantHostname {
+				t.Errorf("user hostname = %q, want %q", p.Hostname, tc.wantHostname)
+			}
+			if tc.wantHostname == "" && p.Hostname == hostname {
+				t.Errorf("user hostname is the host's, %q, on a network of its own", p.Hostname)
+			}
+		})
+	}
+}
+
+// checkPodmanEnv checks the user container's environment for what must
+// not reach it: waitdaemon's variables, waitdaemon's image's PATH, and
+// values Podman set on the action container by itself. Podman gives
+// every container container=podman, TERM=xterm and HOSTNAME=<its own
+// hostname> of its own accord, so those may appear, but only with the
+// user container's own values, and each name once.
+func checkPodmanEnv(t *testing.T, p probeReport) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, kv := range p.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		if seen[name] {
+			t.Errorf("user env has %s more than once: %q", name, p.Env)
+		}
+		seen[name] = true
+		switch {
+		case strings.HasPrefix(name, "WAITDAEMON_"), name == "IMAGE", name == "WAIT_SECONDS", strings.HasPrefix(kv, "PATH=/usr/local/sbin"):
+			t.Errorf("user env has %s, which is waitdaemon's", kv)
+		case name == "HOSTNAME" && value != p.Hostname:
+			// Podman 4.3 adds HOSTNAME=<short ID> to Config.Env when it
+			// starts a container; copied from the action's inspect, it
+			// names the action container, not this one.
+			t.Errorf("user env has %s, but the user container's hostname is %q: the action container's HOSTNAME was copied", kv, p.Hostname)
+		}
+	}
+}
+
+// TestPodmanPlan runs a dry run under Podman, traced: waitdaemon speaks
+// API 1.41 to Podman, reads the socket's host path from Podman's Binds
+// format, and plans the user container without Podman's own additions.
+func TestPodmanPlan(t *testing.T) {
+	c := setupPodman(t)
+	out := t.TempDir()
+	r := runAction(t, c, tinkAgent, onPodman(action{
+		name:    "e2e podman plan",
+		command: []string{"reboot"},
+		env:     map[string]string{"IMAGE": probeImage, "FOO": "bar", "WAITDAEMON_DRY_RUN": "true", "WAITDAEMON_VERBOSE": "true"},
+		volumes: []string{out + ":/out:ro"},
+		pid:     "host",
+	}))
+	if r.ExitCode != 0 {
+		t.Fatalf("the dry run exited %d:\n%s", r.ExitCode, r.Logs)
+	}
+	for _, want := range []string{"> GET /_ping ", "< Api-Version: " + podmanAPIVersion, "> GET /v" + podmanAPIVersion + "/containers/"} {
+		if !strings.Contains(r.Logs, want) {
+			t.Errorf("the trace lacks %q:\n%s", want, r.Logs)
+		}
+	}
+	if strings.Contains(r.Logs, "/v1.50/") || strings.Contains(r.Logs, "/v1.24/") {
+		t.Errorf("the action spoke another API version than %s:\n%s", podmanAPIVersion, r.Logs)
+	}
+	i := strings.LastIndex(r.Logs, "{\n  \"action\"")
+	if i < 0 {
+		t.Fatalf("no plan in the output:\n%s", r.Logs)
+	}
+	var plan struct {
+		Action  struct{ ID, Name string }
+		FoundBy string `json:"found_by"`
+		User    struct {
+			Name   string
+			Create dockerapi.CreateRequest
+		} `json:"user_container"`
+		Waiter struct {
+			Name   string
+			Create dockerapi.CreateRequest
+		}
+	}
+	if err := json.NewDecoder(strings.NewReader(r.Logs[i:])).Decode(&plan); err != nil {
+		t.Fatalf("the plan: %v\n%s", err, r.Logs[i:])
+	}
+	if plan.Action.ID != r.ID {
+		t.Errorf("the plan is for %s, want the action %s", plan.Action.ID, r.ID)
+	}
+	user := plan.User.Create
+	// Podman reports Binds with options appended; create takes them back.
+	for _, b := range []string{out + ":/out:ro,rprivate,rbind", podmanSocket() + ":/var/run/docker.sock:rw,rprivate,rbind"} {
+		if !slices.Contains(user.HostConfig.Binds, b) {
+			t.Errorf("user Binds %q lack %s (Podman's format)", user.HostConfig.Binds, b)
+		}
+	}
+	if user.HostConfig.PidMode != "host" || user.Image != probeImage || !slices.Equal(user.Cmd, []string{"reboot"}) {
+		t.Errorf("user plan: PidMode %q, Image %q, Cmd %q", user.HostConfig.PidMode, user.Image, user.Cmd)
+	}
+	if !slices.Contains(user.Env, "FOO=bar") {
+		t.Errorf("user plan Env %q lacks FOO=bar", user.Env)
+	}
+	for _, kv := range user.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		// Podman adds all three to every container by itself, with the
+		// new container's own values; copied, they would carry the
+		// action's (HOSTNAME its short ID).
+		if kv == "container=podman" || kv == "TERM=xterm" || name == "HOSTNAME" || strings.HasPrefix(name, "WAITDAEMON_") || name == "IMAGE" {
+			t.Errorf("user plan Env has %s, which the operator did not set: %q", kv, user.Env)
+		}
+	}
+	// The waiter binds the socket by its host path, taken from Podman's
+	// "src:dst:options" form.
+	if want := []string{podmanSocket() + ":/var/run/docker.sock"}; !slices.Equal(plan.Waiter.Create.HostConfig.Binds, want) {
+		t.Errorf("waiter Binds = %q, want %q", plan.Waiter.Create.HostConfig.Binds, want)
+	}
+	if !plan.Waiter.Create.HostConfig.AutoRemove || plan.Waiter.Create.HostConfig.NetworkMode != "host" {
+		t.Errorf("waiter: AutoRemove %v, NetworkMode %q", plan.Waiter.Create.HostConfig.AutoRemove, plan.Waiter.Create.HostConfig.NetworkMode)
+	}
+	waitGone(t, c, r.ID, time.Second)
+}
+
+// TestPodmanFailingUserContainerIsKept: a user container that exits
+// non-zero under Podman is kept, named and labelled, and the waiter's
+// result line carries its exit code.
+func TestPodmanFailingUserContainerIsKept(t *testing.T) {
+	c := setupPodman(t)
+	out := t.TempDir()
+	r := runAction(t, c, tinkWorker, onPodman(action{
+		name:       "e2e podman failing",
+		command:    []string{"boom"},
+		env:        map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "PROBE_EXIT": "3"},
+		volumes:    []string{out + ":/out"},
+		pid:        "host",
+		privileged: true,
+	}))
+	if r.ExitCode != 0 {
+		t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
+	}
+	const name = "action_e2e_podman_failing-waitdaemon-user"
+	evs := followPodmanWaiter(t, c, r.ID)
+	res, ok := find(evs, "result")
+	if !ok {
+		t.Fatalf("the waiter logged no result: %v", evs)
+	}
+	attempts, _ := res["attempts"].([]any)
+	if len(attempts) != 1 {
+		t.Fatalf("result = %v, want one attempt", res)
+	}
+	first, _ := attempts[0].(map[string]any)
+	logTail, _ := first["log_tail"].([]any)
+	if res.num("exit_code") != 3 || first["kept"] != true || first["container"] != name ||
+		len(logTail) == 0 || logTail[len(logTail)-1] != "probe: exiting 3 as asked" || res.str("action") != "action_e2e_podman_failing" {
+		t.Fatalf("result = %v, want exit_code 3, one attempt, kept, named, with the output's tail", res)
+	}
+	// The image is the user container's Config.Image, which Podman
+	// reports as the name it resolved the short name to.
+	if res.str("image") != "localhost/"+probeImage {
+		t.Errorf("result image = %q, want %q (Podman's resolved name)", res.str("image"), "localhost/"+probeImage)
+	}
+	ctx := testCtx(t)
+	kept, err := c.ContainerInspect(ctx, name)
+	if err != nil {
+		t.Fatalf("the failed user container was not kept: %v", err)
+	}
+	if !kept.HostConfig.Privileged || kept.HostConfig.PidMode != "host" {
+		t.Errorf("kept container: Privileged %v, PidMode %q; want the action's, privileged and host", kept.HostConfig.Privileged, kept.HostConfig.PidMode)
+	}
+	if kept.State.ExitCode != 3 || kept.Config.Labels["org.waitdaemon.role"] != "user" || kept.Config.Labels["org.waitdaemon.action-id"] != r.ID {
+		t.Errorf("kept container: exit %d, labels %v", kept.State.ExitCode, kept.Config.Labels)
+	}
+	if err := c.ContainerRemove(ctx, kept.ID, dockerapi.RemoveOptions{Force: true, Volumes: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, c, r.ID, 5*time.Second)
+}
+
+// TestPodmanBadInput: bad input fails the action under Podman with the
+// same exit code and message as under Docker, and leaves nothing.
+func TestPodmanBadInput(t *testing.T) {
+	c := setupPodman(t)
+	cases := []struct {
+		name     string
+		env      map[string]string
+		noSocket bool
+		wantCode int
+		want     string
+	}{
+		{"WAIT_SECONDS not a number", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "abc"}, false, 2, `WAIT_SECONDS="abc": expected a whole number of seconds from 0 to 3600`},
+		{"IMAGE unset", map[string]string{"WAIT_SECONDS": "1"}, false, 2, "IMAGE is not set: expected the image to run"},
+		{"no socket mounted", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1"}, true, 1, "mount its socket into the action with\n  volumes:\n    - /var/run/docker.sock:/var/run/docker.sock"},
+		// Podman answers a failed pull with 200 and an error line, after
+		// its own retries.
+		{"IMAGE cannot be pulled", map[string]string{"IMAGE": "127.0.0.1:1/waitdaemon/none:1", "WAIT_SECONDS": "1"}, false, 1, "pulling image 127.0.0.1:1/waitdaemon/none:1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // "no socket" waits out the 10 s the action gives an engine to appear
+			a := action{name: "e2e podman bad " + tc.name, command: []string{"x"}, env: tc.env}
+			if tc.noSocket {
+				a.noSocket = true
+			}
+			r := runAction(t, c, tinkAgent, onPodman(a))
+			if r.ExitCode != tc.wantCode || !strings.Contains(r.Logs, tc.want) {
+				t.Errorf("exit %d, output:\n%s\nwant exit %d and %q", r.ExitCode, r.Logs, tc.wantCode, tc.want)
+			}
+			waitGone(t, c, r.ID, time.Second)
+		})
+	}
+}
+
+// followPodmanWaiter returns the waiter's output, read from its log file
+// on the host (Podman's k8s-file: "TIME STREAM F|P TEXT" lines), held
+// open until the waiter is gone. Podman 4.3's `logs?follow=1` cannot be
+// used: its follower polls the file every 250 ms and stops when the file
+// is deleted, and AutoRemove deletes it right after the waiter exits, so
+// the waiter's last lines (the user container's exit, the result) are
+// often lost. The API follow runs alongside, and the test logs what it
+// returned.
+func followPodmanWaiter(t *testing.T, c *dockerapi.Client, actionID string) []event {
+	t.Helper()
+	ctx := testCtx(t)
+	list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+actionID, "org.waitdaemon.role=waiter")
+	if err != nil || len(list) != 1 {
+		t.Fatalf("looking for the waiter of %s: %v, %d found", actionID[:12], err, len(list))
+	}
+	id := list[0].ID
+	resp, err := c.Raw(ctx, "GET", "/containers/"+id+"/json", nil)
+	if err != nil {
+		t.Fatalf("inspecting the waiter: %v", err)
+	}
+	var ins struct{ LogPath string }
+	err = json.NewDecoder(resp.Body).Decode(&ins)
+	resp.Body.Close()
+	if err != nil || ins.LogPath == "" {
+		t.Fatalf("the waiter's LogPath: %q, %v", ins.LogPath, err)
+	}
+	f, err := os.Open(ins.LogPath)
+	if err != nil {
+		t.Fatalf("opening the waiter's log: %v", err)
+	}
+	defer f.Close()
+
+	apiLines := make(chan int, 1)
+	go func() {
+		var out bytes.Buffer
+		_ = c.ContainerLogs(ctx, id, dockerapi.LogsOptions{Follow: true}, &out, &out)
+		apiLines <- len(events(out.String()))
+	}()
+	for {
+		_, err := c.ContainerInspect(ctx, id)
+		if podmanGone(err) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("waiting for the waiter to end: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatalf("reading the waiter's log: %v", err)
+	}
+	var out, partial strings.Builder
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		fields := strings.SplitN(sc.Text(), " ", 4)
+		if len(fields) < 3 {
+			continue
+		}
+		text := ""
+		if len(fields) == 4 {
+			text = fields[3]
+		}
+		partial.WriteString(text)
+		if fields[2] != "P" {
+			out.WriteString(partial.String() + "\n")
+			partial.Reset()
+		}
+	}
+	evs := events(out.String())
+	select {
+	case n := <-apiLines:
+		t.Logf("the waiter logged %d JSON lines; Podman's logs?follow=1 returned %d of them", len(evs), n)
+	case <-time.After(5 * time.Second):
+		t.Logf("the waiter logged %d JSON lines; Podman's logs?follow=1 had not ended 5 s after the waiter was removed", len(evs))
+	}
+	return evs
+}
+
+// podmanGone tells an answer that says the container is gone. Podman 4.3
+// answers 404 for a container it no longer knows, but 500 "container
+// <id> does not exist in database: no such container" for one that is
+// being removed (as an auto-removed waiter is, right after it exits).
+func podmanGone(err error) bool {
+	var ae *dockerapi.Error
+	return errors.Is(err, dockerapi.ErrNotFound) ||
+		errors.As(err, &ae) && ae.Status == 500 && strings.HasSuffix(ae.Message, "no such container")
+}
