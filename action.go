@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +35,9 @@ const (
 
 // resultDir is where the waiter sees the result file's host directory.
 const resultDir = "/run/waitdaemon-result"
+
+// engineDir is where the waiter finds the engine socket's directory.
+const engineDir = "/run/waitdaemon-engine"
 
 // handoff is phase 1's plan and what it made of it: it is the dry run's
 // output, the log line, and the list of what to remove after a failure.
@@ -316,7 +320,7 @@ func (h *handoff) waiterBody(self dockerapi.Container, s settings, socket string
 		"--retries=" + strconv.Itoa(s.retries),
 		"--log-tail=" + strconv.Itoa(s.logTail),
 	}
-	binds := []string{socketSource(self, socket) + ":" + dockerapi.DefaultSocket}
+	binds, engineSocket := engineBind(socketSource(self, socket))
 	if h.Fallback != nil {
 		cmd = append(cmd, "--fallback-container="+h.Fallback.Name)
 	}
@@ -324,7 +328,7 @@ func (h *handoff) waiterBody(self dockerapi.Container, s settings, socket string
 		binds = append(binds, path.Dir(s.resultFile)+":"+resultDir)
 		cmd = append(cmd, "--result-file="+path.Join(resultDir, path.Base(s.resultFile)))
 	}
-	var env []string
+	env := []string{"DOCKER_HOST=unix://" + engineSocket}
 	if verbose {
 		env = append(env, "WAITDAEMON_VERBOSE=true")
 	}
@@ -355,30 +359,63 @@ func (h *handoff) startWaiter(ctx context.Context, c *dockerapi.Client) error {
 	return c.ContainerStart(ctx, created.ID)
 }
 
+// engineBind binds the directory of the engine socket at source into the
+// waiter, read-only, and returns the socket's path there. The directory,
+// not the socket file: an engine that restarts (with live-restore, the
+// waiter lives on) unlinks its socket and makes a new one, which a bind
+// of the old file would never see.
+func engineBind(source string) (binds []string, socket string) {
+	dir, file := path.Split(source)
+	if dir == "/" || dir == "" {
+		return []string{source + ":" + dockerapi.DefaultSocket}, dockerapi.DefaultSocket
+	}
+	return []string{path.Clean(dir) + ":" + engineDir + ":ro"}, path.Join(engineDir, file)
+}
+
 // socketSource is the host path of the engine socket bound into the
-// action container at socket; the default path when no bind says.
+// action container at socket, itself or through a directory above it;
+// the default path when no bind says.
 func socketSource(self dockerapi.Container, socket string) string {
+	var binds [][2]string // source, target
 	for _, b := range self.HostConfig.Binds {
-		parts := strings.Split(b, ":")
-		if len(parts) >= 2 && parts[1] == socket {
-			return parts[0]
+		if parts := strings.Split(b, ":"); len(parts) >= 2 {
+			binds = append(binds, [2]string{parts[0], parts[1]})
 		}
 	}
 	for _, m := range self.HostConfig.Mounts {
-		if m.Type == "bind" && m.Target == socket {
-			return m.Source
+		if m.Type == "bind" {
+			binds = append(binds, [2]string{m.Source, m.Target})
+		}
+	}
+	for _, b := range binds {
+		if path.Clean(b[1]) == socket {
+			return b[0]
+		}
+	}
+	for _, b := range binds {
+		if rest, ok := strings.CutPrefix(socket, path.Clean(b[1])+"/"); ok {
+			return path.Join(b[0], rest)
 		}
 	}
 	return dockerapi.DefaultSocket
 }
 
-// removeCreated undoes a failed handoff, whatever ctx has become.
+// removeCreated undoes a failed handoff, whatever ctx has become: what it
+// knows it made, and whatever else carries this action's ID (a create
+// whose answer never came may still have happened).
 func (h *handoff) removeCreated(c *dockerapi.Client, g *globals) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	ids := []string{h.Waiter.ID, h.User.ID}
 	if h.Fallback != nil {
 		ids = append(ids, h.Fallback.ID)
+	}
+	if list, err := c.ContainerList(ctx, labelActionID+"="+h.Action.ID); err == nil {
+		for _, l := range list {
+			if !slices.Contains(ids, l.ID) {
+				ids = append(ids, l.ID)
+			}
+		}
 	}
 	for _, id := range ids {
 		if id == "" {

@@ -53,6 +53,11 @@ type Client struct {
 	WaitForEngine time.Duration
 	// UserAgent is sent with every request. Empty means "waitdaemon".
 	UserAgent string
+	// RequestTimeout bounds each call that is not a stream (all but
+	// wait, pull and logs), retries included, so that an engine that
+	// hangs fails the call instead of the action. Zero means
+	// DefaultRequestTimeout beyond the wait for the engine.
+	RequestTimeout time.Duration
 
 	once      sync.Once
 	initErr   error
@@ -64,6 +69,22 @@ type Client struct {
 // DefaultWaitForEngine is how long a Client waits for an engine that is not
 // answering yet, unless WaitForEngine says otherwise.
 const DefaultWaitForEngine = 10 * time.Second
+
+// DefaultRequestTimeout is how long a call that is not a stream may take
+// once the engine answers, unless RequestTimeout says otherwise.
+const DefaultRequestTimeout = 30 * time.Second
+
+// requestTimeout is the bound of a call that is not a stream.
+func (c *Client) requestTimeout() time.Duration {
+	if c.RequestTimeout > 0 {
+		return c.RequestTimeout
+	}
+	wait := c.WaitForEngine
+	if wait == 0 {
+		wait = DefaultWaitForEngine
+	}
+	return max(wait, 0) + DefaultRequestTimeout
+}
 
 // SocketFromEnv returns the socket path named by DOCKER_HOST, or
 // DefaultSocket when it is unset. Only unix:// hosts are supported.
@@ -159,6 +180,9 @@ type request struct {
 	raw bool
 	// tries, when set, lets the caller see how the attempts went.
 	tries *attempts
+	// stream exempts a call that waits on the engine's events (a
+	// container wait) from RequestTimeout.
+	stream bool
 }
 
 // send is the request funnel: it negotiates, marshals, sends with retries,
@@ -226,9 +250,15 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 
 // do sends r and decodes a JSON answer into out (when out is non-nil).
 func (c *Client) do(ctx context.Context, r request, out any) error {
+	if !r.stream {
+		limit := c.requestTimeout()
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w: no answer within %v", context.DeadlineExceeded, limit))
+		defer cancel()
+	}
 	resp, err := c.send(ctx, r)
 	if err != nil {
-		return err
+		return withCause(ctx, err)
 	}
 	defer resp.Body.Close()
 	if out == nil {
@@ -238,12 +268,20 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		// An answer that breaks off is no answer.
-		return &TransportError{Method: r.method, Path: r.path, Socket: c.Socket, Err: fmt.Errorf("reading the answer: %w", err)}
+		return withCause(ctx, &TransportError{Method: r.method, Path: r.path, Socket: c.Socket, Err: fmt.Errorf("reading the answer: %w", err)})
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(data), out); err != nil {
 		return fmt.Errorf("decoding %s %s: %w", r.method, r.path, err)
 	}
 	return nil
+}
+
+// withCause names why ctx ended, when it did, in an error it caused.
+func withCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+		return fmt.Errorf("%w (%v)", err, cause)
+	}
+	return err
 }
 
 // Raw sends an arbitrary request, as the api subcommand does. A path that

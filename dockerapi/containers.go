@@ -84,7 +84,7 @@ func (c *Client) ContainerWait(ctx context.Context, id, condition string) (WaitR
 		q.Set("condition", condition)
 	}
 	var out WaitResponse
-	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/wait", query: q, ok: []int{200}, idempotent: true}, &out)
+	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/wait", query: q, ok: []int{200}, idempotent: true, stream: true}, &out)
 	if err != nil {
 		return WaitResponse{}, fmt.Errorf("waiting for container %q: %w", id, err)
 	}

@@ -490,7 +490,7 @@ func TestPodmanPlan(t *testing.T) {
 	}
 	// The waiter binds the socket by its host path, taken from Podman's
 	// "src:dst:options" form.
-	if want := []string{podmanSocket() + ":/var/run/docker.sock"}; !slices.Equal(plan.Waiter.Create.HostConfig.Binds, want) {
+	if want := []string{filepath.Dir(podmanSocket()) + ":/run/waitdaemon-engine:ro"}; !slices.Equal(plan.Waiter.Create.HostConfig.Binds, want) {
 		t.Errorf("waiter Binds = %q, want %q", plan.Waiter.Create.HostConfig.Binds, want)
 	}
 	if !plan.Waiter.Create.HostConfig.AutoRemove || plan.Waiter.Create.HostConfig.NetworkMode != "host" {
