@@ -76,16 +76,27 @@ func (c *Client) ImagePull(ctx context.Context, ref Reference, auth *AuthConfig,
 	if auth != nil {
 		h = http.Header{"X-Registry-Auth": {auth.header()}}
 	}
-	resp, err := c.send(ctx, request{method: http.MethodPost, path: "/images/create", query: q, header: h, ok: []int{200}, idempotent: true})
-	if err != nil {
-		return fmt.Errorf("pulling image %s: %w", ref, err)
+	for broken := 0; ; broken++ {
+		resp, err := c.send(ctx, request{method: http.MethodPost, path: "/images/create", query: q, header: h, ok: []int{200}, idempotent: true})
+		if err != nil {
+			return fmt.Errorf("pulling image %s: %w", ref, err)
+		}
+		err = decodePull(resp.Body, progress)
+		resp.Body.Close()
+		// A stream that broke off is asked for again, a few times: the
+		// engine keeps the layers it already has.
+		if errors.Is(err, errBroken) && ctx.Err() == nil && broken < maxRetries {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("pulling image %s: %w", ref, err)
+		}
+		return nil
 	}
-	defer resp.Body.Close()
-	if err := decodePull(resp.Body, progress); err != nil {
-		return fmt.Errorf("pulling image %s: %w", ref, err)
-	}
-	return nil
 }
+
+// errBroken marks a pull stream that ended without its end.
+var errBroken = errors.New("the stream broke off")
 
 // decodePull reads a pull's JSON stream to its end and returns the first
 // error the stream reports.
@@ -97,7 +108,12 @@ func decodePull(r io.Reader, progress func(PullMessage)) error {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
-			return fmt.Errorf("reading progress: %w", err)
+			var syntax *json.SyntaxError
+			var wrongType *json.UnmarshalTypeError
+			if errors.As(err, &syntax) || errors.As(err, &wrongType) {
+				return fmt.Errorf("reading progress: %w", err)
+			}
+			return fmt.Errorf("reading progress: %w: %w", errBroken, err)
 		}
 		if m.ErrorDetail != nil && m.ErrorDetail.Message != "" {
 			return errors.New(m.ErrorDetail.Message)

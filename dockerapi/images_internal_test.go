@@ -62,7 +62,7 @@ func TestDecodePull(t *testing.T) {
 			name:    "truncated mid-JSON",
 			stream:  `{"status":"Downloading","id":"abc"}` + "\n" + `{"status":"Downl`,
 			want:    []PullMessage{progress("Downloading", "abc", 0, 0)},
-			wantErr: "reading progress: unexpected EOF",
+			wantErr: "reading progress: the stream broke off: unexpected EOF",
 		},
 		{
 			name:    "not JSON",

@@ -124,6 +124,43 @@ func TestImagePullErrors(t *testing.T) {
 	}
 }
 
+// TestImagePullBrokenStream: a pull whose stream breaks off is asked for
+// again, a bounded number of times.
+func TestImagePullBrokenStream(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		breaks    int // pulls that break before one completes
+		wantPulls int
+		wantErr   string
+	}{
+		{"breaks once", 1, 2, ""},
+		{"always breaks", 100, 5, "pulling image 127.0.0.1:5000/rr/app:1: reading progress: the stream broke off: unexpected EOF"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got hits
+			c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) {
+				n := got.add(r)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(200)
+				_, _ = io.WriteString(w, `{"status":"Pulling from rr/app","id":"1"}`+"\n"+`{"status":"Downlo`)
+				if n <= tc.breaks {
+					w.(http.Flusher).Flush()
+					panic(http.ErrAbortHandler)
+				}
+				_, _ = io.WriteString(w, `ading"}`+"\n")
+			})
+			ref, _ := dockerapi.ParseReference("127.0.0.1:5000/rr/app:1")
+			err := c.ImagePull(shortCtx(t), ref, nil, nil)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr) {
+				t.Errorf("ImagePull() error = %v, want %q", err, tc.wantErr)
+			}
+			if n := got.total(); n != tc.wantPulls {
+				t.Errorf("the engine got %d pulls, want %d", n, tc.wantPulls)
+			}
+		})
+	}
+}
+
 // TestAuthConfigString checks that printing credentials never shows the
 // secret.
 func TestAuthConfigString(t *testing.T) {
