@@ -1,0 +1,295 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+)
+
+// faultProxy stands between waitdaemon and the real engine's socket and
+// breaks the exchanges its faults pick. Its socket lives in a directory
+// of its own, which an action binds at /proxy (the waiter then binds it
+// too), so that the socket can be absent, refuse, or come back anew.
+type faultProxy struct {
+	t    *testing.T
+	dir  string
+	sock string
+	up   *http.Client // the real engine
+
+	mu     sync.Mutex
+	faults []*fault
+	seen   []string // "METHOD /path: what happened", in order
+	ln     net.Listener
+	srv    *http.Server
+	conns  map[net.Conn]bool
+}
+
+// What a fault does to a matching exchange.
+type faultKind int
+
+const (
+	answer     faultKind = iota // answer status with a message, never forwarding
+	hangUp                      // close the connection without an answer
+	hangUpLate                  // forward, let the engine act, then close without an answer
+	slow                        // forward after delay
+	cut                         // forward, and close the connection after cutAfter bytes of the body
+)
+
+// fault breaks the first times exchanges (0: all) whose method and
+// unversioned path match.
+type fault struct {
+	method   string
+	path     *regexp.Regexp
+	times    int
+	kind     faultKind
+	status   int
+	delay    time.Duration
+	cutAfter int
+	hits     int
+}
+
+var versionPrefix = regexp.MustCompile(`^/v[0-9]+\.[0-9]+`)
+
+// newFaultProxy makes a proxy whose socket does not exist until listen.
+// The directory is under /tmp, where the engine can bind it.
+func newFaultProxy(t *testing.T) *faultProxy {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "faultproxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &faultProxy{
+		t: t, dir: dir, sock: filepath.Join(dir, "docker.sock"),
+		up: &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, "unix", dockerapi.DefaultSocket)
+			},
+			DisableCompression: true,
+		}},
+		conns: map[net.Conn]bool{},
+	}
+	t.Cleanup(func() {
+		p.stop()
+		os.RemoveAll(dir)
+	})
+	return p
+}
+
+// env and volumes make an action talk to the engine through the proxy.
+func (p *faultProxy) env() (string, string) { return "DOCKER_HOST", "unix:///proxy/docker.sock" }
+func (p *faultProxy) volume() string        { return p.dir + ":/proxy" }
+
+func (p *faultProxy) add(f *fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = append(p.faults, f)
+}
+
+// listen makes the socket and serves it.
+func (p *faultProxy) listen() {
+	p.t.Helper()
+	ln, err := net.Listen("unix", p.sock)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	srv := &http.Server{Handler: p, ConnState: p.track}
+	p.mu.Lock()
+	p.ln, p.srv = ln, srv
+	p.mu.Unlock()
+	go func() { _ = srv.Serve(ln) }()
+}
+
+// refuse leaves a socket that nobody listens on, as a crashed engine
+// does: connections to it are refused.
+func (p *faultProxy) refuse() {
+	p.t.Helper()
+	ln, err := net.Listen("unix", p.sock)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+}
+
+// stop drops every connection and removes the socket, as an engine
+// that goes down does.
+func (p *faultProxy) stop() {
+	p.mu.Lock()
+	srv := p.srv
+	p.srv, p.ln = nil, nil
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	if srv != nil {
+		srv.Close()
+	}
+	os.Remove(p.sock)
+}
+
+// restart is an engine restart: connections dropped, the socket gone for
+// down, then a new one.
+func (p *faultProxy) restart(down time.Duration) {
+	p.note("-- restart: down for %v", down)
+	p.stop()
+	time.Sleep(down)
+	p.listen()
+	p.note("-- restart: up")
+}
+
+func (p *faultProxy) track(c net.Conn, s http.ConnState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch s {
+	case http.StateNew:
+		p.conns[c] = true
+	case http.StateClosed, http.StateHijacked:
+		delete(p.conns, c)
+	}
+}
+
+func (p *faultProxy) note(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = append(p.seen, fmt.Sprintf(format, args...))
+}
+
+// log is what the proxy saw, in order.
+func (p *faultProxy) log() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.seen...)
+}
+
+// count counts the exchanges seen whose line starts with prefix.
+func (p *faultProxy) count(prefix string) int {
+	n := 0
+	for _, l := range p.log() {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *faultProxy) match(method, path string) *fault {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, f := range p.faults {
+		if f.method == method && f.path.MatchString(path) && (f.times == 0 || f.hits < f.times) {
+			f.hits++
+			return f
+		}
+	}
+	return nil
+}
+
+func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := versionPrefix.ReplaceAllString(r.URL.Path, "")
+	if name := r.URL.Query().Get("name"); name != "" {
+		path += "?name=" + name
+	}
+	exchange := r.Method + " " + path
+	f := p.match(r.Method, path)
+	if f != nil {
+		switch f.kind {
+		case answer:
+			p.note("%s: %d (fault)", exchange, f.status)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(f.status)
+			_ = json.NewEncoder(w).Encode(map[string]string{"message": fmt.Sprintf("fault injected: %d", f.status)})
+			return
+		case hangUp:
+			p.note("%s: hung up (fault)", exchange)
+			panic(http.ErrAbortHandler)
+		case slow:
+			select {
+			case <-time.After(f.delay):
+			case <-r.Context().Done():
+				p.note("%s: gave up waiting after less than %v (fault)", exchange, f.delay)
+				return
+			}
+		}
+	}
+	ctx := r.Context()
+	if f != nil && f.kind == hangUpLate {
+		ctx = context.WithoutCancel(ctx) // the engine finishes what it was asked
+	}
+	req, err := http.NewRequestWithContext(ctx, r.Method, "http://engine"+r.URL.RequestURI(), r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	req.Header = r.Header.Clone()
+	req.ContentLength = r.ContentLength
+	resp, err := p.up.Do(req)
+	if err != nil {
+		p.note("%s: engine unreachable: %v", exchange, err)
+		panic(http.ErrAbortHandler)
+	}
+	defer resp.Body.Close()
+	if f != nil && f.kind == hangUpLate {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		p.note("%s: %d from the engine, hung up before answering (fault)", exchange, resp.StatusCode)
+		panic(http.ErrAbortHandler)
+	}
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	w.(http.Flusher).Flush() // the engine sends a stream's headers at once
+	limit := int64(-1)
+	if f != nil && f.kind == cut {
+		limit = int64(f.cutAfter)
+	}
+	n, err := stream(w, resp.Body, limit)
+	switch {
+	case limit >= 0 && n >= limit:
+		p.note("%s: %d, cut after %d bytes (fault)", exchange, resp.StatusCode, n)
+		panic(http.ErrAbortHandler)
+	case err != nil:
+		p.note("%s: %d, broken after %d bytes: %v", exchange, resp.StatusCode, n, err)
+	default:
+		p.note("%s: %d", exchange, resp.StatusCode)
+	}
+}
+
+// stream copies body to w as it comes, flushing each piece, up to limit
+// bytes (-1: all).
+func stream(w http.ResponseWriter, body io.Reader, limit int64) (int64, error) {
+	var n int64
+	buf := make([]byte, 32<<10)
+	for limit < 0 || n < limit {
+		want := int64(len(buf))
+		if limit >= 0 {
+			want = min(want, limit-n)
+		}
+		k, err := body.Read(buf[:want])
+		if k > 0 {
+			if _, werr := w.Write(buf[:k]); werr != nil {
+				return n, werr
+			}
+			n += int64(k)
+			w.(http.Flusher).Flush()
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
