@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -21,14 +22,16 @@ func main() {
 	runs := flag.Int("runs", 15, "runs of each measurement")
 	image := flag.String("image", "waitdaemon:dev", "the action image")
 	probe := flag.String("probe", "waitdaemon-probe:dev", "the user image")
+	svgOut := flag.String("svg", "docs/timeline.svg", "where to draw one run's timeline (empty: nowhere)")
 	flag.Parse()
-	if err := run(*runs, *image, *probe); err != nil {
+	if err := run(*runs, *image, *probe, *svgOut); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(runs int, image, probe string) error {
+func run(runs int, image, probe, svgPath string) error {
+	svgOut := &svgPath
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	c := &dockerapi.Client{}
@@ -55,6 +58,26 @@ func run(runs int, image, probe string) error {
 	if err != nil {
 		return err
 	}
+	var late, engineStart []time.Duration
+	var last timeline
+	for i := range runs {
+		tl, err := waitRun(ctx, c, image, probe, fmt.Sprintf("bench_wait_%d", i), 1, false)
+		if err != nil {
+			return err
+		}
+		late = append(late, tl.startSent.Sub(tl.actionExited)-time.Second)
+		engineStart = append(engineStart, tl.userStarted.Sub(tl.startSent))
+		last = tl
+	}
+	traced, err := waitRun(ctx, c, image, probe, "bench_trace", 0, true)
+	if err != nil {
+		return err
+	}
+	if *svgOut != "" {
+		if err := os.WriteFile(*svgOut, []byte(last.svg()), 0o644); err != nil {
+			return err
+		}
+	}
 	img, err := c.ImageInspect(ctx, image)
 	if err != nil {
 		return err
@@ -78,6 +101,18 @@ func run(runs int, image, probe string) error {
 		}
 	}
 	fmt.Printf("| waiter peak memory (VmHWM) while waiting | %.2f MB | | ≤ 5 MB |\n", float64(hwm)/1e6)
+	worst := func(ds []time.Duration) time.Duration {
+		return slices.MaxFunc(ds, func(a, b time.Duration) int { return cmp.Compare(a.Abs(), b.Abs()) })
+	}
+	_, lm, _ := stats(late)
+	fmt.Printf("| wait error: start sent − action exit − WAIT_SECONDS | %.1f ms | worst %.1f ms | ±150 ms |\n", ms(lm), ms(worst(late)))
+	_, em, _ := stats(engineStart)
+	fmt.Printf("| engine's own start of the user container (StartedAt − start sent) | %.1f ms | worst %.1f ms | |\n", ms(em), ms(worst(engineStart)))
+	fmt.Printf("| HTTP round trips, phase 1 (from the trace) | %d | | |\n", traced.trips1)
+	fmt.Printf("| HTTP round trips, phase 2 (from the trace) | %d | | |\n", traced.trips2)
+	if *svgOut != "" {
+		fmt.Printf("\nTimeline of one run (WAIT_SECONDS=1): %s\n", *svgOut)
+	}
 	return nil
 }
 
@@ -125,11 +160,11 @@ func action(ctx context.Context, c *dockerapi.Client, image, probe, name string)
 	return finished.Sub(started), waitGone(ctx, c, id)
 }
 
-func startAction(ctx context.Context, c *dockerapi.Client, image, probe, name, wait string) (string, error) {
+func startAction(ctx context.Context, c *dockerapi.Client, image, probe, name, wait string, env ...string) (string, error) {
 	created, err := c.ContainerCreate(ctx, "action_"+name, dockerapi.CreateRequest{
 		Config: dockerapi.Config{
 			Image: image, Cmd: []string{"reboot"}, Tty: true, AttachStdout: true, AttachStderr: true,
-			Env: []string{"IMAGE=" + probe, "WAIT_SECONDS=" + wait},
+			Env: append([]string{"IMAGE=" + probe, "WAIT_SECONDS=" + wait}, env...),
 		},
 		HostConfig: dockerapi.HostConfig{Binds: []string{"/var/run/docker.sock:/var/run/docker.sock"}, PidMode: "host"},
 	})
@@ -185,6 +220,8 @@ func waiterMemory(ctx context.Context, c *dockerapi.Client, image, probe string)
 	}
 	return 0, errors.New("no VmHWM in the waiter's status")
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func stats(ds []time.Duration) (lo, med, hi time.Duration) {
 	s := slices.Clone(ds)

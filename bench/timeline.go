@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+)
+
+// timeline is one action's run, by the engine's clock and the waiter's
+// (the same host clock).
+type timeline struct {
+	wait                      time.Duration
+	actionStarted             time.Time
+	actionExited              time.Time // the engine's FinishedAt
+	waiterStarted             time.Time
+	startSent                 time.Time // by the waiter
+	userStarted, userFinished time.Time // the engine's
+	trips1, trips2            int       // requests in the traces of phase 1 and 2
+}
+
+// request is a request line of the --verbose trace.
+var request = regexp.MustCompile(`(?m)^> (GET|HEAD|POST|PUT|DELETE) /`)
+
+// waitRun runs one action with the given wait, follows its waiter to the
+// end and returns the run's timeline; verbose counts the round trips.
+func waitRun(ctx context.Context, c *dockerapi.Client, image, probe, name string, wait int, verbose bool) (timeline, error) {
+	tl := timeline{wait: time.Duration(wait) * time.Second}
+	var env []string
+	if verbose {
+		env = append(env, "WAITDAEMON_VERBOSE=true")
+	}
+	id, err := startAction(ctx, c, image, probe, name, strconv.Itoa(wait), env...)
+	if err != nil {
+		return tl, err
+	}
+	defer c.ContainerRemove(context.WithoutCancel(ctx), id, dockerapi.RemoveOptions{Force: true, Volumes: true})
+	if _, err := c.ContainerWait(ctx, id, dockerapi.WaitNotRunning); err != nil {
+		return tl, err
+	}
+	action, err := c.ContainerInspect(ctx, id)
+	if err != nil {
+		return tl, err
+	}
+	var actionOut bytes.Buffer
+	if err := c.ContainerLogs(ctx, id, dockerapi.LogsOptions{TTY: true}, &actionOut, &actionOut); err != nil {
+		return tl, err
+	}
+	if action.State.ExitCode != 0 {
+		return tl, fmt.Errorf("action %s exited %d:\n%s", name, action.State.ExitCode, actionOut.String())
+	}
+	tl.trips1 = len(request.FindAllString(actionOut.String(), -1))
+	list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+id, "org.waitdaemon.role=waiter")
+	if err != nil || len(list) != 1 {
+		return tl, fmt.Errorf("finding the waiter of %s: %v (%d found)", name, err, len(list))
+	}
+	waiter, err := c.ContainerInspect(ctx, list[0].ID)
+	if err != nil {
+		return tl, err
+	}
+	var out, trace bytes.Buffer
+	if err := c.ContainerLogs(ctx, list[0].ID, dockerapi.LogsOptions{Follow: true}, &out, &trace); err != nil && !errors.Is(err, dockerapi.ErrNotFound) {
+		return tl, err
+	}
+	tl.trips2 = len(request.FindAllString(trace.String(), -1))
+
+	var started struct {
+		StartSent string `json:"start_sent"`
+	}
+	var result struct {
+		ExitCode int `json:"exit_code"`
+		Attempts []struct {
+			Started  string `json:"started_at"`
+			Finished string `json:"finished_at"`
+		} `json:"attempts"`
+	}
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var e struct{ Msg string }
+		line := sc.Bytes()
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		switch e.Msg {
+		case "started user container":
+			_ = json.Unmarshal(line, &started)
+		case "result":
+			_ = json.Unmarshal(line, &result)
+		}
+	}
+	if len(result.Attempts) == 0 || result.ExitCode != 0 {
+		return tl, fmt.Errorf("the waiter of %s reported no successful run:\n%s%s", name, out.String(), trace.String())
+	}
+	times := []struct {
+		t *time.Time
+		s string
+	}{
+		{&tl.actionStarted, action.State.StartedAt},
+		{&tl.actionExited, action.State.FinishedAt},
+		{&tl.waiterStarted, waiter.State.StartedAt},
+		{&tl.startSent, started.StartSent},
+		{&tl.userStarted, result.Attempts[0].Started},
+		{&tl.userFinished, result.Attempts[0].Finished},
+	}
+	for _, x := range times {
+		if *x.t, err = time.Parse(time.RFC3339Nano, x.s); err != nil {
+			return tl, fmt.Errorf("the run of %s: %w", name, err)
+		}
+	}
+	return tl, waitGone(ctx, c, id)
+}
+
+// svg draws the timeline: one lane each for the action, the waiter's
+// wait and the user container, with the moments marked in milliseconds
+// from the action's start.
+func (tl timeline) svg() string {
+	const (
+		width, left, right = 900.0, 150.0, 40.0
+		laneH, top         = 44.0, 40.0
+	)
+	t0 := tl.actionStarted
+	end := tl.userFinished
+	scale := (width - left - right) / float64(end.Sub(t0))
+	x := func(t time.Time) float64 { return left + float64(t.Sub(t0))*scale }
+	ms := func(t time.Time) string { return fmt.Sprintf("%d ms", t.Sub(t0).Milliseconds()) }
+	var b strings.Builder
+	height := top + 4*laneH + 30
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="%.0f" y="20" font-size="14" font-weight="bold">One action with WAIT_SECONDS=%d, measured by make bench</text>`+"\n", left, int(tl.wait.Seconds()))
+	bar := func(lane int, label string, from, to time.Time, fill string) {
+		y := top + float64(lane)*laneH
+		fmt.Fprintf(&b, `<text x="10" y="%.0f">%s</text>`+"\n", y+18, label)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.0f" width="%.1f" height="22" fill="%s" rx="3"/>`+"\n", x(from), y+4, max(x(to)-x(from), 2), fill)
+	}
+	mark := func(lane int, t time.Time, label string) {
+		y := top + float64(lane)*laneH
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="black"/>`+"\n", x(t), y, x(t), y+30)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" font-size="10">%s %s</text>`+"\n", x(t)+3, y+40, label, ms(t))
+	}
+	waitEnd := tl.actionExited.Add(tl.wait)
+	bar(0, "action (phase 1)", tl.actionStarted, tl.actionExited, "#4a90d9")
+	mark(0, tl.actionExited, "exit")
+	bar(1, "waiter (phase 2)", tl.waiterStarted, tl.userFinished, "#b8b8b8")
+	mark(1, tl.waiterStarted, "start")
+	bar(2, "WAIT_SECONDS", tl.actionExited, waitEnd, "#f5c26b")
+	mark(2, tl.startSent, "start sent")
+	bar(3, "user container", tl.userStarted, tl.userFinished, "#5cb85c")
+	mark(3, tl.userStarted, "start")
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" font-size="10" text-anchor="end">exit %s</text>`+"\n", x(tl.userFinished), top+3*laneH+40, ms(tl.userFinished))
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#888"/>`+"\n", left, height-12, width-right, height-12)
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" font-size="10">0</text><text x="%.0f" y="%.0f" font-size="10" text-anchor="end">%s</text>`+"\n", left, height-2, width-right, height-2, ms(end))
+	b.WriteString("</svg>\n")
+	return b.String()
+}
