@@ -93,7 +93,9 @@ func run(runs int, image, probe, svgPath string) error {
 	row("phase 1 (action StartedAt→FinishedAt)", phase1, "")
 	_, b, _ := stats(bridge)
 	_, p, _ := stats(phase1)
+	_, h, _ := stats(host)
 	fmt.Printf("| phase 1 / bare bridge | %.2f× | | ≤ 0.55× |\n", float64(p)/float64(b))
+	fmt.Printf("| phase 1 / bare host network | %.2f× | | |\n", float64(p)/float64(h))
 	fmt.Printf("| image %s | %.2f MB | | ≤ 6.5 MB |\n", image, float64(img.Size)/1e6)
 	for _, arch := range []string{"amd64", "arm64"} {
 		if st, err := os.Stat("bin/waitdaemon-linux-" + arch); err == nil {

@@ -132,7 +132,7 @@ func (tl timeline) svg() string {
 	x := func(t time.Time) float64 { return left + float64(t.Sub(t0))*scale }
 	ms := func(t time.Time) string { return fmt.Sprintf("%d ms", t.Sub(t0).Milliseconds()) }
 	var b strings.Builder
-	height := top + 4*laneH + 30
+	height := top + 4*laneH + 40
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%.0f" y="20" font-size="14" font-weight="bold">One action with WAIT_SECONDS=%d, measured by make bench</text>`+"\n", left, int(tl.wait.Seconds()))
@@ -141,21 +141,25 @@ func (tl timeline) svg() string {
 		fmt.Fprintf(&b, `<text x="10" y="%.0f">%s</text>`+"\n", y+18, label)
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.0f" width="%.1f" height="22" fill="%s" rx="3"/>`+"\n", x(from), y+4, max(x(to)-x(from), 2), fill)
 	}
-	mark := func(lane int, t time.Time, label string) {
+	mark := func(lane int, t time.Time, label string, dy float64) {
 		y := top + float64(lane)*laneH
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="black"/>`+"\n", x(t), y, x(t), y+30)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" font-size="10">%s %s</text>`+"\n", x(t)+3, y+40, label, ms(t))
+		anchor, tx := "start", x(t)+3
+		if x(t) > width-right-150 { // near the right edge: label to the left
+			anchor, tx = "end", x(t)-3
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" font-size="10" text-anchor="%s">%s %s</text>`+"\n", tx, y+40+dy, anchor, label, ms(t))
 	}
 	waitEnd := tl.actionExited.Add(tl.wait)
 	bar(0, "action (phase 1)", tl.actionStarted, tl.actionExited, "#4a90d9")
-	mark(0, tl.actionExited, "exit")
+	mark(0, tl.actionExited, "exit", 0)
 	bar(1, "waiter (phase 2)", tl.waiterStarted, tl.userFinished, "#b8b8b8")
-	mark(1, tl.waiterStarted, "start")
+	mark(1, tl.waiterStarted, "start", 0)
 	bar(2, "WAIT_SECONDS", tl.actionExited, waitEnd, "#f5c26b")
-	mark(2, tl.startSent, "start sent")
+	mark(2, tl.startSent, "start sent", 0)
 	bar(3, "user container", tl.userStarted, tl.userFinished, "#5cb85c")
-	mark(3, tl.userStarted, "start")
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" font-size="10" text-anchor="end">exit %s</text>`+"\n", x(tl.userFinished), top+3*laneH+40, ms(tl.userFinished))
+	mark(3, tl.userStarted, "start", 0)
+	mark(3, tl.userFinished, "exit", 12)
 	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#888"/>`+"\n", left, height-12, width-right, height-12)
 	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" font-size="10">0</text><text x="%.0f" y="%.0f" font-size="10" text-anchor="end">%s</text>`+"\n", left, height-2, width-right, height-2, ms(end))
 	b.WriteString("</svg>\n")
