@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,6 +107,11 @@ func (a *actionCmd) Run(ctx context.Context, g *globals) (err error) {
 	err = h.createUser(ctx, c, s, self, g)
 	if err = errors.Join(err, <-waiterErr); err != nil {
 		return err
+	}
+	if s.resultFile != "" {
+		if err := h.confirmResultFile(ctx, c, s.resultFile); err != nil {
+			return err
+		}
 	}
 	h.TookMS = time.Since(began).Milliseconds()
 	h.User.Create, h.Waiter.Create = nil, nil
@@ -370,6 +376,49 @@ func engineBind(source string) (binds []string, socket string) {
 		return []string{source + ":" + dockerapi.DefaultSocket}, dockerapi.DefaultSocket
 	}
 	return []string{path.Clean(dir) + ":" + engineDir + ":ro"}, path.Join(engineDir, file)
+}
+
+// confirmResultFile waits for the waiter to say whether it can write the
+// result file on the host, which only it can see.
+func (h *handoff) confirmResultFile(ctx context.Context, c *dockerapi.Client, file string) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var answer struct{ Msg, Error string }
+	lines := &lineWriter{line: func(l []byte) {
+		var e struct{ Msg, Error string }
+		if json.Unmarshal(l, &e) == nil && (e.Msg == msgResultWritable || e.Msg == msgResultUnwritable) {
+			answer = e
+			cancel()
+		}
+	}}
+	err := c.ContainerLogs(ctx, h.Waiter.ID, dockerapi.LogsOptions{Follow: true}, lines, io.Discard)
+	switch {
+	case answer.Msg == msgResultWritable:
+		return nil
+	case answer.Msg == msgResultUnwritable:
+		return bad("WAITDAEMON_RESULT_FILE", file, "a file the waiter can write on the host ("+answer.Error+")")
+	case err == nil:
+		err = errors.New("it ended without a word")
+	}
+	return fmt.Errorf("the waiter did not say whether it can write WAITDAEMON_RESULT_FILE=%q: %w", file, err)
+}
+
+// lineWriter calls line with each whole line written to it.
+type lineWriter struct {
+	buf  []byte
+	line func([]byte)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.line(w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
 }
 
 // socketSource is the host path of the engine socket bound into the

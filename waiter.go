@@ -82,6 +82,16 @@ type attempt struct {
 func (w *waiterCmd) Run(ctx context.Context, g *globals) error {
 	c := g.client()
 	c.WaitForEngine = waiterWaitForEngine
+	if w.ResultFile != "" {
+		// Phase 1 waits for one of these two lines, so that a result
+		// that could never be written fails the action.
+		if err := writable(w.ResultFile); err != nil {
+			logEvent(g.stdout, msgResultUnwritable, map[string]string{"error": err.Error()})
+			sleep(ctx, unwritableLinger) // until phase 1 has read it and removes this waiter
+			return err
+		}
+		logEvent(g.stdout, msgResultWritable, map[string]string{"result_file": w.ResultFile})
+	}
 	exited, removed, err := w.actionExited(ctx, c, g)
 	if err != nil {
 		return err
@@ -223,6 +233,31 @@ func (w *waiterCmd) finish(ctx context.Context, c *dockerapi.Client, g *globals,
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// The waiter's answer to phase 1 about the result file.
+const (
+	msgResultWritable   = "result file writable"
+	msgResultUnwritable = "result file not writable"
+)
+
+// unwritableLinger is how long a waiter that cannot write its result
+// file stays, for phase 1 to read why.
+const unwritableLinger = 30 * time.Second
+
+// writable checks that file can be written as writeResult does: a
+// temporary file in its directory, then a rename over a file that is
+// not a directory.
+func writable(file string) error {
+	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory", file)
+	}
+	tmp, err := os.CreateTemp(path.Dir(file), ".result-*.json")
+	if err != nil {
+		return err
+	}
+	tmp.Close()
+	return os.Remove(tmp.Name())
 }
 
 // writeResult writes res to file atomically: a temporary file beside it,

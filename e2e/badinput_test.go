@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -74,4 +78,43 @@ func TestNotDockerSocket(t *testing.T) {
 		t.Errorf("exit %d, output:\n%s\nwant exit 1 and %q", r.ExitCode, r.Logs, want)
 	}
 	waitGone(t, c, r.ID, time.Second)
+}
+
+// TestUnwritableResultFile: a result file the waiter could never write
+// fails the action, as bad input, with nothing left. Only the waiter sees
+// the host's file, so phase 1 waits for its word.
+func TestUnwritableResultFile(t *testing.T) {
+	c := setup(t)
+	isDir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(isDir, "result.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", readOnly).CombinedOutput(); err != nil {
+		t.Fatalf("mounting a read-only tmpfs (the tests run as root): %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", readOnly).Run() })
+	cases := []struct {
+		name, file, want string
+	}{
+		{"a directory", filepath.Join(isDir, "result.json"), "is a directory"},
+		{"a read-only file system", filepath.Join(readOnly, "result.json"), "read-only file system"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			r := runAction(t, c, tinkAgent, action{
+				name: "e2e result " + tc.name, command: []string{"x"}, volumes: []string{out + ":/out"},
+				env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "0", "WAITDAEMON_RESULT_FILE": tc.file},
+			})
+			want := fmt.Sprintf("WAITDAEMON_RESULT_FILE=%q: expected a file the waiter can write on the host (", tc.file)
+			if r.ExitCode != 2 || !strings.Contains(r.Logs, want) || !strings.Contains(r.Logs, tc.want) {
+				t.Errorf("exit %d, output:\n%s\nwant exit 2, %q and %q", r.ExitCode, r.Logs, want, tc.want)
+			}
+			waitGone(t, c, r.ID, 5*time.Second)
+			if _, ran := readProbe(t, out, "probe"); ran {
+				t.Error("the user container ran")
+			}
+		})
+	}
 }
