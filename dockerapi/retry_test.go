@@ -421,9 +421,9 @@ func TestRetryContextCanceled(t *testing.T) {
 				}).SocketPath()
 			}
 			c := &dockerapi.Client{Socket: socket, Version: "1.41", WaitForEngine: tc.wait}
+			start := time.Now() // before the deadline is set, so that d cannot fall short of it
 			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 			defer cancel()
-			start := time.Now()
 			_, err := c.ContainerList(ctx)
 			d := time.Since(start)
 			if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(fmt.Sprint(err), "giving up") {
