@@ -325,9 +325,9 @@ func TestContainerWait(t *testing.T) {
 				case <-time.After(10 * time.Second):
 				}
 			})
+			start := time.Now() // before the context's clock starts
 			ctx, cancel := tc.ctx()
 			defer cancel()
-			start := time.Now()
 			_, err := c.ContainerWait(ctx, "abc", dockerapi.WaitNotRunning)
 			d := time.Since(start)
 			if !errors.Is(err, tc.target) {
