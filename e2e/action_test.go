@@ -244,63 +244,64 @@ func TestFailingUserContainerIsKept(t *testing.T) {
 // TestSignals: SIGTERM during the wait cancels (nothing starts, nothing
 // is left); after the start it leaves the user container running.
 func TestSignals(t *testing.T) {
-	c := setup(t)
-	ctx := testCtx(t)
-	stop := func(id string) {
-		t.Helper()
-		if _, err := c.Raw(ctx, "POST", "/containers/"+id+"/stop?t=10", nil); err != nil {
-			t.Fatalf("stopping the waiter: %v", err)
+	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+		ctx := testCtx(t)
+		stop := func(id string) {
+			t.Helper()
+			if _, err := c.Raw(ctx, "POST", "/containers/"+id+"/stop?t=10", nil); err != nil {
+				t.Fatalf("stopping the waiter: %v", err)
+			}
 		}
-	}
-	t.Run("during the wait", func(t *testing.T) {
-		out := t.TempDir()
-		r := runAction(t, c, tinkWorker, action{name: "e2e sigterm wait", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "30"}, volumes: []string{out + ":/out"}})
-		if r.ExitCode != 0 {
-			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
-		}
-		waiter := findRole(t, c, r.ID, "waiter")
-		began := time.Now()
-		stop(waiter)
-		if d := time.Since(began); d > 5*time.Second {
-			t.Errorf("the waiter took %v to stop, want it to cancel at once", d)
-		}
-		waitGone(t, c, r.ID, 5*time.Second)
-		if _, ran := readProbe(t, out, "probe"); ran {
-			t.Error("the user container ran after the waiter was cancelled")
-		}
-	})
-	t.Run("after the start", func(t *testing.T) {
-		r := runAction(t, c, tinkWorker, action{name: "e2e sigterm run", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "0", "PROBE_SLEEP": "30"}})
-		if r.ExitCode != 0 {
-			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
-		}
-		user := findRole(t, c, r.ID, "user")
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		t.Run("during the wait", func(t *testing.T) {
+			out := t.TempDir()
+			r := runAction(t, c, tinkWorker, action{name: "e2e sigterm wait", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "30"}, volumes: []string{out + ":/out"}})
+			if r.ExitCode != 0 {
+				t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
+			}
+			waiter := findRole(t, c, r.ID, "waiter")
+			began := time.Now()
+			stop(waiter)
+			if d := time.Since(began); d > 5*time.Second {
+				t.Errorf("the waiter took %v to stop, want it to cancel at once", d)
+			}
+			waitGone(t, c, r.ID, 5*time.Second)
+			if _, ran := readProbe(t, out, "probe"); ran {
+				t.Error("the user container ran after the waiter was cancelled")
+			}
+		})
+		t.Run("after the start", func(t *testing.T) {
+			r := runAction(t, c, tinkWorker, action{name: "e2e sigterm run", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "0", "PROBE_SLEEP": "30"}})
+			if r.ExitCode != 0 {
+				t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
+			}
+			user := findRole(t, c, r.ID, "user")
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				u, err := c.ContainerInspect(ctx, user)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if u.State.Running {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the user container never started: %+v", u.State)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			stop(findRole(t, c, r.ID, "waiter"))
 			u, err := c.ContainerInspect(ctx, user)
-			if err != nil {
-				t.Fatal(err)
+			if err != nil || !u.State.Running {
+				t.Fatalf("after SIGTERM to the waiter, the user container is %+v (%v), want it running", u.State, err)
 			}
-			if u.State.Running {
-				break
+			deadline = time.Now().Add(5 * time.Second)
+			for findRoleMaybe(t, c, r.ID, "waiter") != "" {
+				if time.Now().After(deadline) {
+					t.Fatal("the waiter outlived its SIGTERM")
+				}
+				time.Sleep(50 * time.Millisecond)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the user container never started: %+v", u.State)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		stop(findRole(t, c, r.ID, "waiter"))
-		u, err := c.ContainerInspect(ctx, user)
-		if err != nil || !u.State.Running {
-			t.Fatalf("after SIGTERM to the waiter, the user container is %+v (%v), want it running", u.State, err)
-		}
-		deadline = time.Now().Add(5 * time.Second)
-		for findRoleMaybe(t, c, r.ID, "waiter") != "" {
-			if time.Now().After(deadline) {
-				t.Fatal("the waiter outlived its SIGTERM")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		})
 	})
 }
 

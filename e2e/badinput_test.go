@@ -10,55 +10,57 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/internal/rr"
 )
 
 // TestBadInput checks that bad input fails the action with a message that
 // names the cause, and leaves no container behind.
 func TestBadInput(t *testing.T) {
-	c := setup(t)
-	cases := []struct {
-		name     string
-		env      map[string]string
-		noSocket bool
-		wantCode int
-		want     string
-	}{
-		{"WAIT_SECONDS not a number", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "abc"}, false, 2, `WAIT_SECONDS="abc": expected a whole number of seconds from 0 to 3600`},
-		{"WAIT_SECONDS negative", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "-1"}, false, 2, `WAIT_SECONDS="-1": expected a whole number of seconds`},
-		{"WAIT_SECONDS fractional", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1.5"}, false, 2, `WAIT_SECONDS="1.5": expected a whole number of seconds`},
-		{"WAIT_SECONDS too large", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "3601"}, false, 2, `WAIT_SECONDS="3601": expected a whole number of seconds from 0 to 3600`},
-		{"WAITDAEMON_WAIT_SECONDS named", map[string]string{"IMAGE": probeImage, "WAITDAEMON_WAIT_SECONDS": "10s"}, false, 2, `WAITDAEMON_WAIT_SECONDS="10s": expected`},
-		{"IMAGE unset", map[string]string{"WAIT_SECONDS": "1"}, false, 2, "IMAGE is not set: expected the image to run"},
-		{"IMAGE malformed", map[string]string{"IMAGE": "Not/A:Valid:Ref", "WAIT_SECONDS": "1"}, false, 2, `IMAGE: image reference "Not/A:Valid:Ref"`},
-		{"IMAGE cannot be pulled", map[string]string{"IMAGE": "127.0.0.1:1/waitdaemon/none:1", "WAIT_SECONDS": "1"}, false, 1, "pulling image 127.0.0.1:1/waitdaemon/none:1"},
-		{"no socket mounted", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1"}, true, 1, "mount its socket into the action with\n  volumes:\n    - /var/run/docker.sock:/var/run/docker.sock"},
-		{"WAIT_SECONDS huge", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "99999999999999999999"}, false, 2, `WAIT_SECONDS="99999999999999999999": expected a whole number of seconds from 0 to 3600`},
-		{"DOCKER_HOST not a unix socket", map[string]string{"IMAGE": probeImage, "DOCKER_HOST": "tcp://127.0.0.1:2375"}, false, 2, `DOCKER_HOST="tcp://127.0.0.1:2375": expected unix:///path/to/docker.sock`},
-		{"WAITDAEMON_RETRIES not a number", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RETRIES": "many"}, false, 2, `WAITDAEMON_RETRIES="many": expected a whole number of re-runs from 0 to 10`},
-		{"WAITDAEMON_RETRIES too many", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RETRIES": "11"}, false, 2, `WAITDAEMON_RETRIES="11": expected a whole number of re-runs from 0 to 10`},
-		{"WAITDAEMON_FALLBACK_COMMAND not JSON", map[string]string{"IMAGE": probeImage, "WAITDAEMON_FALLBACK_COMMAND": "reboot -f"}, false, 2, `WAITDAEMON_FALLBACK_COMMAND="reboot -f": expected a JSON array of strings, like ["reboot","-f"]`},
-		{"WAITDAEMON_FALLBACK_IMAGE malformed", map[string]string{"IMAGE": probeImage, "WAITDAEMON_FALLBACK_IMAGE": "UP/Per:x:y"}, false, 2, `WAITDAEMON_FALLBACK_IMAGE: image reference "UP/Per:x:y"`},
-		{"WAITDAEMON_PULL_POLICY unknown", map[string]string{"IMAGE": probeImage, "WAITDAEMON_PULL_POLICY": "sometimes"}, false, 2, `WAITDAEMON_PULL_POLICY="sometimes": expected if-not-present, always or never`},
-		{"WAITDAEMON_LOG_TAIL negative", map[string]string{"IMAGE": probeImage, "WAITDAEMON_LOG_TAIL": "-5"}, false, 2, `WAITDAEMON_LOG_TAIL="-5": expected a whole number of lines from 0 to 1000`},
-		{"WAITDAEMON_RESULT_FILE relative", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RESULT_FILE": "result.json"}, false, 2, `WAITDAEMON_RESULT_FILE="result.json": expected an absolute path to a file on the host`},
-		{"WAITDAEMON_REGISTRY_PASSWORD without a user", map[string]string{"IMAGE": probeImage, "WAITDAEMON_REGISTRY_PASSWORD": "x"}, false, 2, "WAITDAEMON_REGISTRY_USERNAME and WAITDAEMON_REGISTRY_PASSWORD: expected both or neither"},
-		{"WAITDAEMON_VERBOSE not a boolean", map[string]string{"IMAGE": probeImage, "WAITDAEMON_VERBOSE": "loud"}, false, 2, `from envar WAITDAEMON_VERBOSE="loud"`},
-	}
-	if len(cases) < 12 {
-		t.Fatalf("only %d kinds of bad input", len(cases))
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			began := time.Now()
-			r := runAction(t, c, tinkAgent, action{name: "e2e bad " + tc.name, command: []string{"x"}, env: tc.env, noSocket: tc.noSocket})
-			if r.ExitCode != tc.wantCode || !strings.Contains(r.Logs, tc.want) {
-				t.Errorf("exit %d, output:\n%s\nwant exit %d and %q", r.ExitCode, r.Logs, tc.wantCode, tc.want)
-			}
-			t.Logf("failed in %v", time.Since(began).Round(time.Millisecond))
-			waitGone(t, c, r.ID, time.Second)
-		})
-	}
+	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+		cases := []struct {
+			name     string
+			env      map[string]string
+			noSocket bool
+			wantCode int
+			want     string
+		}{
+			{"WAIT_SECONDS not a number", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "abc"}, false, 2, `WAIT_SECONDS="abc": expected a whole number of seconds from 0 to 3600`},
+			{"WAIT_SECONDS negative", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "-1"}, false, 2, `WAIT_SECONDS="-1": expected a whole number of seconds`},
+			{"WAIT_SECONDS fractional", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1.5"}, false, 2, `WAIT_SECONDS="1.5": expected a whole number of seconds`},
+			{"WAIT_SECONDS too large", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "3601"}, false, 2, `WAIT_SECONDS="3601": expected a whole number of seconds from 0 to 3600`},
+			{"WAITDAEMON_WAIT_SECONDS named", map[string]string{"IMAGE": probeImage, "WAITDAEMON_WAIT_SECONDS": "10s"}, false, 2, `WAITDAEMON_WAIT_SECONDS="10s": expected`},
+			{"IMAGE unset", map[string]string{"WAIT_SECONDS": "1"}, false, 2, "IMAGE is not set: expected the image to run"},
+			{"IMAGE malformed", map[string]string{"IMAGE": "Not/A:Valid:Ref", "WAIT_SECONDS": "1"}, false, 2, `IMAGE: image reference "Not/A:Valid:Ref"`},
+			{"IMAGE cannot be pulled", map[string]string{"IMAGE": "127.0.0.1:1/waitdaemon/none:1", "WAIT_SECONDS": "1"}, false, 1, "pulling image 127.0.0.1:1/waitdaemon/none:1"},
+			{"no socket mounted", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1"}, true, 1, "mount its socket into the action with\n  volumes:\n    - /var/run/docker.sock:/var/run/docker.sock"},
+			{"WAIT_SECONDS huge", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "99999999999999999999"}, false, 2, `WAIT_SECONDS="99999999999999999999": expected a whole number of seconds from 0 to 3600`},
+			{"DOCKER_HOST not a unix socket", map[string]string{"IMAGE": probeImage, "DOCKER_HOST": "tcp://127.0.0.1:2375"}, false, 2, `DOCKER_HOST="tcp://127.0.0.1:2375": expected unix:///path/to/docker.sock`},
+			{"WAITDAEMON_RETRIES not a number", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RETRIES": "many"}, false, 2, `WAITDAEMON_RETRIES="many": expected a whole number of re-runs from 0 to 10`},
+			{"WAITDAEMON_RETRIES too many", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RETRIES": "11"}, false, 2, `WAITDAEMON_RETRIES="11": expected a whole number of re-runs from 0 to 10`},
+			{"WAITDAEMON_FALLBACK_COMMAND not JSON", map[string]string{"IMAGE": probeImage, "WAITDAEMON_FALLBACK_COMMAND": "reboot -f"}, false, 2, `WAITDAEMON_FALLBACK_COMMAND="reboot -f": expected a JSON array of strings, like ["reboot","-f"]`},
+			{"WAITDAEMON_FALLBACK_IMAGE malformed", map[string]string{"IMAGE": probeImage, "WAITDAEMON_FALLBACK_IMAGE": "UP/Per:x:y"}, false, 2, `WAITDAEMON_FALLBACK_IMAGE: image reference "UP/Per:x:y"`},
+			{"WAITDAEMON_PULL_POLICY unknown", map[string]string{"IMAGE": probeImage, "WAITDAEMON_PULL_POLICY": "sometimes"}, false, 2, `WAITDAEMON_PULL_POLICY="sometimes": expected if-not-present, always or never`},
+			{"WAITDAEMON_LOG_TAIL negative", map[string]string{"IMAGE": probeImage, "WAITDAEMON_LOG_TAIL": "-5"}, false, 2, `WAITDAEMON_LOG_TAIL="-5": expected a whole number of lines from 0 to 1000`},
+			{"WAITDAEMON_RESULT_FILE relative", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RESULT_FILE": "result.json"}, false, 2, `WAITDAEMON_RESULT_FILE="result.json": expected an absolute path to a file on the host`},
+			{"WAITDAEMON_REGISTRY_PASSWORD without a user", map[string]string{"IMAGE": probeImage, "WAITDAEMON_REGISTRY_PASSWORD": "x"}, false, 2, "WAITDAEMON_REGISTRY_USERNAME and WAITDAEMON_REGISTRY_PASSWORD: expected both or neither"},
+			{"WAITDAEMON_VERBOSE not a boolean", map[string]string{"IMAGE": probeImage, "WAITDAEMON_VERBOSE": "loud"}, false, 2, `from envar WAITDAEMON_VERBOSE="loud"`},
+		}
+		if len(cases) < 12 {
+			t.Fatalf("only %d kinds of bad input", len(cases))
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				began := time.Now()
+				r := runAction(t, c, tinkAgent, action{name: "e2e bad " + tc.name, command: []string{"x"}, env: tc.env, noSocket: tc.noSocket})
+				if r.ExitCode != tc.wantCode || !strings.Contains(r.Logs, tc.want) {
+					t.Errorf("exit %d, output:\n%s\nwant exit %d and %q", r.ExitCode, r.Logs, tc.wantCode, tc.want)
+				}
+				t.Logf("failed in %v", time.Since(began).Round(time.Millisecond))
+				waitGone(t, c, r.ID, time.Second)
+			})
+		}
+	})
 }
 
 // TestNotDockerSocket mounts a socket that answers HTTP, but not like a
@@ -84,37 +86,38 @@ func TestNotDockerSocket(t *testing.T) {
 // fails the action, as bad input, with nothing left. Only the waiter sees
 // the host's file, so phase 1 waits for its word.
 func TestUnwritableResultFile(t *testing.T) {
-	c := setup(t)
-	isDir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(isDir, "result.json"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	readOnly := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", readOnly).CombinedOutput(); err != nil {
-		t.Fatalf("mounting a read-only tmpfs (the tests run as root): %v\n%s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", readOnly).Run() })
-	cases := []struct {
-		name, file, want string
-	}{
-		{"a directory", filepath.Join(isDir, "result.json"), "is a directory"},
-		{"a read-only file system", filepath.Join(readOnly, "result.json"), "read-only file system"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			out := t.TempDir()
-			r := runAction(t, c, tinkAgent, action{
-				name: "e2e result " + tc.name, command: []string{"x"}, volumes: []string{out + ":/out"},
-				env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "0", "WAITDAEMON_RESULT_FILE": tc.file},
+	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+		isDir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(isDir, "result.json"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		readOnly := t.TempDir()
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", readOnly).CombinedOutput(); err != nil {
+			t.Fatalf("mounting a read-only tmpfs (the tests run as root): %v\n%s", err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("umount", readOnly).Run() })
+		cases := []struct {
+			name, file, want string
+		}{
+			{"a directory", filepath.Join(isDir, "result.json"), "is a directory"},
+			{"a read-only file system", filepath.Join(readOnly, "result.json"), "read-only file system"},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				out := t.TempDir()
+				r := runAction(t, c, tinkAgent, action{
+					name: "e2e result " + tc.name, command: []string{"x"}, volumes: []string{out + ":/out"},
+					env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "0", "WAITDAEMON_RESULT_FILE": tc.file},
+				})
+				want := fmt.Sprintf("WAITDAEMON_RESULT_FILE=%q: expected a file the waiter can write on the host (", tc.file)
+				if r.ExitCode != 2 || !strings.Contains(r.Logs, want) || !strings.Contains(r.Logs, tc.want) {
+					t.Errorf("exit %d, output:\n%s\nwant exit 2, %q and %q", r.ExitCode, r.Logs, want, tc.want)
+				}
+				waitGone(t, c, r.ID, 5*time.Second)
+				if _, ran := readProbe(t, out, "probe"); ran {
+					t.Error("the user container ran")
+				}
 			})
-			want := fmt.Sprintf("WAITDAEMON_RESULT_FILE=%q: expected a file the waiter can write on the host (", tc.file)
-			if r.ExitCode != 2 || !strings.Contains(r.Logs, want) || !strings.Contains(r.Logs, tc.want) {
-				t.Errorf("exit %d, output:\n%s\nwant exit 2, %q and %q", r.ExitCode, r.Logs, want, tc.want)
-			}
-			waitGone(t, c, r.ID, 5*time.Second)
-			if _, ran := readProbe(t, out, "probe"); ran {
-				t.Error("the user container ran")
-			}
-		})
-	}
+		}
+	})
 }

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/waitdaemon/waitdaemon/dockerapi"
 )
 
 // faultProxy stands between waitdaemon and the real engine's socket and
@@ -26,7 +24,7 @@ type faultProxy struct {
 	t    *testing.T
 	dir  string
 	sock string
-	up   *http.Client // the real engine
+	up   *http.Client // the real engine, on upstream
 
 	mu     sync.Mutex
 	faults []*fault
@@ -62,9 +60,10 @@ type fault struct {
 
 var versionPrefix = regexp.MustCompile(`^/v[0-9]+\.[0-9]+`)
 
-// newFaultProxy makes a proxy whose socket does not exist until listen.
-// The directory is under /tmp, where the engine can bind it.
-func newFaultProxy(t *testing.T) *faultProxy {
+// newFaultProxy makes a proxy to the engine on the socket upstream whose
+// own socket does not exist until listen. The directory is under /tmp,
+// where the engine can bind it.
+func newFaultProxy(t *testing.T, upstream string) *faultProxy {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "faultproxy")
 	if err != nil {
@@ -74,7 +73,7 @@ func newFaultProxy(t *testing.T) *faultProxy {
 		t: t, dir: dir, sock: filepath.Join(dir, "docker.sock"),
 		up: &http.Client{Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, "unix", dockerapi.DefaultSocket)
+				return (&net.Dialer{}).DialContext(ctx, "unix", upstream)
 			},
 			DisableCompression: true,
 		}},

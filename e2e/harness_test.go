@@ -98,7 +98,7 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 	slices.Sort(env)
 	volumes := a.volumes
 	if !a.noSocket {
-		volumes = append(volumes, "/var/run/docker.sock:/var/run/docker.sock")
+		volumes = append(volumes, c.SocketPath()+":/var/run/docker.sock")
 	}
 	body := dockerapi.CreateRequest{
 		Config: dockerapi.Config{Image: actionImage, Cmd: a.command, Env: env, Entrypoint: a.entrypoint, Hostname: a.hostname},
@@ -204,6 +204,9 @@ func find(evs []event, msg string) (event, bool) {
 // it. The waiter of action id must still be there.
 func followWaiter(t *testing.T, c *dockerapi.Client, actionID string) []event {
 	t.Helper()
+	if isPodman(c) {
+		return followPodmanWaiter(t, c, actionID)
+	}
 	ctx := testCtx(t)
 	list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+actionID, "org.waitdaemon.role=waiter")
 	if err != nil || len(list) != 1 {

@@ -15,184 +15,188 @@ import (
 // WAITDAEMON_RETRIES times, then the fallback runs once; every attempt is
 // in the result line and in the result file.
 func TestRetriesThenFallback(t *testing.T) {
-	c := setup(t)
-	out := t.TempDir()
-	r := runAction(t, c, tinkWorker, action{
-		name:    "e2e retries",
-		command: []string{"--exit=3"},
-		env: map[string]string{
-			"IMAGE": probeImage, "WAIT_SECONDS": "0",
-			"WAITDAEMON_RETRIES": "2", "WAITDAEMON_FALLBACK_COMMAND": `["--exit=0","fallback"]`,
-			"WAITDAEMON_RESULT_FILE": filepath.Join(out, "result.json"), "WAITDAEMON_LOG_TAIL": "1",
-		},
-		volumes: []string{out + ":/out"},
-	})
-	if r.ExitCode != 0 {
-		t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
-	}
-	evs := followWaiter(t, c, r.ID)
-	line, ok := find(evs, "result")
-	if !ok {
-		t.Fatalf("no result line: %v", evs)
-	}
-	var res struct {
-		Action   string `json:"action"`
-		ExitCode int    `json:"exit_code"`
-		BootID   string `json:"boot_id"`
-		Attempts []struct {
-			Attempt  int      `json:"attempt"`
-			ExitCode int      `json:"exit_code"`
-			LogTail  []string `json:"log_tail"`
-			Kept     bool     `json:"kept"`
-		} `json:"attempts"`
-		Fallback *struct {
-			Command  []string `json:"command"`
-			ExitCode int      `json:"exit_code"`
-			Kept     bool     `json:"kept"`
-		} `json:"fallback"`
-	}
-	data, err := os.ReadFile(filepath.Join(out, "result.json"))
-	if err != nil {
-		t.Fatalf("result file: %v", err)
-	}
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatalf("result file: %v\n%s", err, data)
-	}
-	if len(res.Attempts) != 3 || res.ExitCode != 3 || res.Fallback == nil || res.Fallback.ExitCode != 0 || res.BootID == "" || res.Action != "action_e2e_retries" {
-		t.Fatalf("result file = %s\nwant 3 attempts exiting 3, then a fallback exiting 0, with the boot ID", data)
-	}
-	for i, a := range res.Attempts {
-		if a.Attempt != i+1 || a.ExitCode != 3 || !a.Kept || len(a.LogTail) != 1 || a.LogTail[0] != "probe: exiting 3 as asked" {
-			t.Errorf("attempt %d = %+v, want number %d, exit 3, kept, its last line", i, a, i+1)
+	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+		out := t.TempDir()
+		r := runAction(t, c, tinkWorker, action{
+			name:    "e2e retries",
+			command: []string{"--exit=3"},
+			env: map[string]string{
+				"IMAGE": probeImage, "WAIT_SECONDS": "0",
+				"WAITDAEMON_RETRIES": "2", "WAITDAEMON_FALLBACK_COMMAND": `["--exit=0","fallback"]`,
+				"WAITDAEMON_RESULT_FILE": filepath.Join(out, "result.json"), "WAITDAEMON_LOG_TAIL": "1",
+			},
+			volumes: []string{out + ":/out"},
+		})
+		if r.ExitCode != 0 {
+			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
 		}
-	}
-	if strings.Join(res.Fallback.Command, " ") != "/probe --exit=0 fallback" || res.Fallback.Kept {
-		t.Errorf("fallback = %+v, want /probe --exit=0 fallback, removed", res.Fallback)
-	}
-	if attempts, _ := line["attempts"].([]any); len(attempts) != 3 {
-		t.Errorf("the result line has %d attempts, want 3: %v", len(attempts), line)
-	}
-	ctx := testCtx(t)
-	if _, err := c.ContainerInspect(ctx, "action_e2e_retries-waitdaemon-fallback"); err == nil {
-		t.Error("the fallback that succeeded was kept")
-	}
-	kept, err := c.ContainerInspect(ctx, "action_e2e_retries-waitdaemon-user")
-	if err != nil || kept.State.ExitCode != 3 {
-		t.Errorf("the failed user container was not kept: %v", err)
-	}
+		evs := followWaiter(t, c, r.ID)
+		line, ok := find(evs, "result")
+		if !ok {
+			t.Fatalf("no result line: %v", evs)
+		}
+		var res struct {
+			Action   string `json:"action"`
+			ExitCode int    `json:"exit_code"`
+			BootID   string `json:"boot_id"`
+			Attempts []struct {
+				Attempt  int      `json:"attempt"`
+				ExitCode int      `json:"exit_code"`
+				LogTail  []string `json:"log_tail"`
+				Kept     bool     `json:"kept"`
+			} `json:"attempts"`
+			Fallback *struct {
+				Command  []string `json:"command"`
+				ExitCode int      `json:"exit_code"`
+				Kept     bool     `json:"kept"`
+			} `json:"fallback"`
+		}
+		data, err := os.ReadFile(filepath.Join(out, "result.json"))
+		if err != nil {
+			t.Fatalf("result file: %v", err)
+		}
+		if err := json.Unmarshal(data, &res); err != nil {
+			t.Fatalf("result file: %v\n%s", err, data)
+		}
+		if len(res.Attempts) != 3 || res.ExitCode != 3 || res.Fallback == nil || res.Fallback.ExitCode != 0 || res.BootID == "" || res.Action != "action_e2e_retries" {
+			t.Fatalf("result file = %s\nwant 3 attempts exiting 3, then a fallback exiting 0, with the boot ID", data)
+		}
+		for i, a := range res.Attempts {
+			if a.Attempt != i+1 || a.ExitCode != 3 || !a.Kept || len(a.LogTail) != 1 || a.LogTail[0] != "probe: exiting 3 as asked" {
+				t.Errorf("attempt %d = %+v, want number %d, exit 3, kept, its last line", i, a, i+1)
+			}
+		}
+		if strings.Join(res.Fallback.Command, " ") != "/probe --exit=0 fallback" || res.Fallback.Kept {
+			t.Errorf("fallback = %+v, want /probe --exit=0 fallback, removed", res.Fallback)
+		}
+		if attempts, _ := line["attempts"].([]any); len(attempts) != 3 {
+			t.Errorf("the result line has %d attempts, want 3: %v", len(attempts), line)
+		}
+		ctx := testCtx(t)
+		if _, err := c.ContainerInspect(ctx, "action_e2e_retries-waitdaemon-fallback"); err == nil {
+			t.Error("the fallback that succeeded was kept")
+		}
+		kept, err := c.ContainerInspect(ctx, "action_e2e_retries-waitdaemon-user")
+		if err != nil || kept.State.ExitCode != 3 {
+			t.Errorf("the failed user container was not kept: %v", err)
+		}
+	})
 }
 
 // TestRetrySucceeds: a user container that fails once and then succeeds
 // is not followed by the fallback, and nothing is left.
 func TestRetrySucceeds(t *testing.T) {
-	c := setup(t)
-	out := t.TempDir()
-	r := runAction(t, c, tinkAgent, action{
-		name:    "e2e retry ok",
-		command: []string{"--fail-times=1"},
-		env: map[string]string{
-			"IMAGE": probeImage, "WAIT_SECONDS": "0",
-			"WAITDAEMON_RETRIES": "3", "WAITDAEMON_FALLBACK_COMMAND": `["--exit=0","fallback"]`,
-		},
-		volumes: []string{out + ":/out"},
+	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+		out := t.TempDir()
+		r := runAction(t, c, tinkAgent, action{
+			name:    "e2e retry ok",
+			command: []string{"--fail-times=1"},
+			env: map[string]string{
+				"IMAGE": probeImage, "WAIT_SECONDS": "0",
+				"WAITDAEMON_RETRIES": "3", "WAITDAEMON_FALLBACK_COMMAND": `["--exit=0","fallback"]`,
+			},
+			volumes: []string{out + ":/out"},
+		})
+		if r.ExitCode != 0 {
+			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
+		}
+		evs := followWaiter(t, c, r.ID)
+		res, ok := find(evs, "result")
+		attempts, _ := res["attempts"].([]any)
+		if !ok || res.num("exit_code") != 0 || len(attempts) != 2 || res["fallback"] != nil {
+			t.Fatalf("result = %v, want success on the second attempt, no fallback", res)
+		}
+		if _, ran := find(evs, "fallback exited"); ran {
+			t.Error("the fallback ran although a retry succeeded")
+		}
+		waitGone(t, c, r.ID, 5*time.Second)
 	})
-	if r.ExitCode != 0 {
-		t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
-	}
-	evs := followWaiter(t, c, r.ID)
-	res, ok := find(evs, "result")
-	attempts, _ := res["attempts"].([]any)
-	if !ok || res.num("exit_code") != 0 || len(attempts) != 2 || res["fallback"] != nil {
-		t.Fatalf("result = %v, want success on the second attempt, no fallback", res)
-	}
-	if _, ran := find(evs, "fallback exited"); ran {
-		t.Error("the fallback ran although a retry succeeded")
-	}
-	waitGone(t, c, r.ID, 5*time.Second)
 }
 
 // TestDryRun prints the plan and creates nothing.
 func TestDryRun(t *testing.T) {
-	c := setup(t)
-	r := runAction(t, c, tinkWorker, action{
-		name:    "e2e dry run",
-		command: []string{"reboot"},
-		env: map[string]string{
-			"IMAGE": probeImage, "WAIT_SECONDS": "5", "WAITDAEMON_DRY_RUN": "true",
-			"WAITDAEMON_REGISTRY_USERNAME": "operator", "WAITDAEMON_REGISTRY_PASSWORD": "hunter2-secret",
-		},
-	})
-	if r.ExitCode != 0 {
-		t.Fatalf("the dry run exited %d:\n%s", r.ExitCode, r.Logs)
-	}
-	var plan struct {
-		FoundBy string `json:"found_by"`
-		Wait    int    `json:"wait_seconds"`
-		Pull    []struct{ Decision string }
-		User    struct{ Create *dockerapi.CreateRequest } `json:"user_container"`
-		Waiter  struct{ Create *dockerapi.CreateRequest } `json:"waiter"`
-	}
-	logs := strings.ReplaceAll(r.Logs, "\r\n", "\n")
-	if err := json.Unmarshal([]byte(logs), &plan); err != nil {
-		t.Fatalf("the dry run's output is not the plan: %v\n%s", err, r.Logs)
-	}
-	if plan.FoundBy != "cgroup" || plan.Wait != 5 || len(plan.Pull) != 1 || plan.Pull[0].Decision != "present" ||
-		plan.User.Create == nil || plan.User.Create.Image != probeImage || plan.Waiter.Create == nil || plan.Waiter.Create.HostConfig.Privileged {
-		t.Errorf("plan = %+v", plan)
-	}
-	if strings.Contains(r.Logs, "hunter2-secret") {
-		t.Errorf("the plan shows the registry password:\n%s", r.Logs)
-	}
-	waitGone(t, c, r.ID, 0)
-	ctx := testCtx(t)
-	for _, n := range []string{"user", "waiter"} {
-		if _, err := c.ContainerInspect(ctx, "action_e2e_dry_run-waitdaemon-"+n); err == nil {
-			t.Errorf("the dry run created the %s container", n)
+	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+		r := runAction(t, c, tinkWorker, action{
+			name:    "e2e dry run",
+			command: []string{"reboot"},
+			env: map[string]string{
+				"IMAGE": probeImage, "WAIT_SECONDS": "5", "WAITDAEMON_DRY_RUN": "true",
+				"WAITDAEMON_REGISTRY_USERNAME": "operator", "WAITDAEMON_REGISTRY_PASSWORD": "hunter2-secret",
+			},
+		})
+		if r.ExitCode != 0 {
+			t.Fatalf("the dry run exited %d:\n%s", r.ExitCode, r.Logs)
 		}
-	}
+		var plan struct {
+			FoundBy string `json:"found_by"`
+			Wait    int    `json:"wait_seconds"`
+			Pull    []struct{ Decision string }
+			User    struct{ Create *dockerapi.CreateRequest } `json:"user_container"`
+			Waiter  struct{ Create *dockerapi.CreateRequest } `json:"waiter"`
+		}
+		logs := strings.ReplaceAll(r.Logs, "\r\n", "\n")
+		if err := json.Unmarshal([]byte(logs), &plan); err != nil {
+			t.Fatalf("the dry run's output is not the plan: %v\n%s", err, r.Logs)
+		}
+		if plan.FoundBy != "cgroup" || plan.Wait != 5 || len(plan.Pull) != 1 || plan.Pull[0].Decision != "present" ||
+			plan.User.Create == nil || plan.User.Create.Image != probeImage || plan.Waiter.Create == nil || plan.Waiter.Create.HostConfig.Privileged {
+			t.Errorf("plan = %+v", plan)
+		}
+		if strings.Contains(r.Logs, "hunter2-secret") {
+			t.Errorf("the plan shows the registry password:\n%s", r.Logs)
+		}
+		waitGone(t, c, r.ID, 0)
+		ctx := testCtx(t)
+		for _, n := range []string{"user", "waiter"} {
+			if _, err := c.ContainerInspect(ctx, "action_e2e_dry_run-waitdaemon-"+n); err == nil {
+				t.Errorf("the dry run created the %s container", n)
+			}
+		}
+	})
 }
 
 // TestRerun: the same action run again while its first run still waits
 // ends with exactly one waiter, and a failed user container kept from an
 // earlier run does not block the next.
 func TestRerun(t *testing.T) {
-	c := setup(t)
-	ctx := testCtx(t)
-	out := t.TempDir()
-	a := action{name: "e2e rerun", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "30"}, volumes: []string{out + ":/out"}}
-	first := runAction(t, c, tinkWorker, a)
-	if first.ExitCode != 0 {
-		t.Fatalf("the first run exited %d:\n%s", first.ExitCode, first.Logs)
-	}
-	a.env["WAIT_SECONDS"] = "1"
-	second := runAction(t, c, tinkWorker, a)
-	if second.ExitCode != 0 || !strings.Contains(second.Logs, `"msg":"removed an earlier run's container","name":"action_e2e_rerun-waitdaemon-waiter"`) {
-		t.Fatalf("the second run exited %d, want 0 and the earlier waiter removed:\n%s", second.ExitCode, second.Logs)
-	}
-	waiters, err := c.ContainerList(ctx, "org.waitdaemon.action=action_e2e_rerun", "org.waitdaemon.role=waiter")
-	if err != nil || len(waiters) != 1 || waiters[0].Labels["org.waitdaemon.action-id"] != second.ID {
-		t.Fatalf("waiters for the action: %+v (%v), want exactly the second run's", waiters, err)
-	}
-	followWaiter(t, c, second.ID)
-	waitGone(t, c, second.ID, 5*time.Second)
-	waitGone(t, c, first.ID, 0)
+	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+		ctx := testCtx(t)
+		out := t.TempDir()
+		a := action{name: "e2e rerun", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "30"}, volumes: []string{out + ":/out"}}
+		first := runAction(t, c, tinkWorker, a)
+		if first.ExitCode != 0 {
+			t.Fatalf("the first run exited %d:\n%s", first.ExitCode, first.Logs)
+		}
+		a.env["WAIT_SECONDS"] = "1"
+		second := runAction(t, c, tinkWorker, a)
+		if second.ExitCode != 0 || !strings.Contains(second.Logs, `"msg":"removed an earlier run's container","name":"action_e2e_rerun-waitdaemon-waiter"`) {
+			t.Fatalf("the second run exited %d, want 0 and the earlier waiter removed:\n%s", second.ExitCode, second.Logs)
+		}
+		waiters, err := c.ContainerList(ctx, "org.waitdaemon.action=action_e2e_rerun", "org.waitdaemon.role=waiter")
+		if err != nil || len(waiters) != 1 || waiters[0].Labels["org.waitdaemon.action-id"] != second.ID {
+			t.Fatalf("waiters for the action: %+v (%v), want exactly the second run's", waiters, err)
+		}
+		followWaiter(t, c, second.ID)
+		waitGone(t, c, second.ID, 5*time.Second)
+		waitGone(t, c, first.ID, 0)
 
-	// A kept failure, then a new run.
-	a.env["PROBE_EXIT"] = "3"
-	failed := runAction(t, c, tinkWorker, a)
-	followWaiter(t, c, failed.ID)
-	delete(a.env, "PROBE_EXIT")
-	again := runAction(t, c, tinkWorker, a)
-	if again.ExitCode != 0 {
-		t.Fatalf("a run after a kept failure exited %d:\n%s", again.ExitCode, again.Logs)
-	}
-	keptName := "action_e2e_rerun-waitdaemon-user-" + failed.ID[:12]
-	if kept, err := c.ContainerInspect(ctx, keptName); err != nil || kept.State.ExitCode != 3 {
-		t.Errorf("the earlier failure was not kept as %s: %v", keptName, err)
-	}
-	res, _ := find(followWaiter(t, c, again.ID), "result")
-	if res.num("exit_code") != 0 {
-		t.Errorf("the new run's result = %v, want exit 0", res)
-	}
-	waitGone(t, c, again.ID, 5*time.Second)
+		// A kept failure, then a new run.
+		a.env["PROBE_EXIT"] = "3"
+		failed := runAction(t, c, tinkWorker, a)
+		followWaiter(t, c, failed.ID)
+		delete(a.env, "PROBE_EXIT")
+		again := runAction(t, c, tinkWorker, a)
+		if again.ExitCode != 0 {
+			t.Fatalf("a run after a kept failure exited %d:\n%s", again.ExitCode, again.Logs)
+		}
+		keptName := "action_e2e_rerun-waitdaemon-user-" + failed.ID[:12]
+		if kept, err := c.ContainerInspect(ctx, keptName); err != nil || kept.State.ExitCode != 3 {
+			t.Errorf("the earlier failure was not kept as %s: %v", keptName, err)
+		}
+		res, _ := find(followWaiter(t, c, again.ID), "result")
+		if res.num("exit_code") != 0 {
+			t.Errorf("the new run's result = %v, want exit 0", res)
+		}
+		waitGone(t, c, again.ID, 5*time.Second)
+	})
 }

@@ -56,6 +56,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// isPodman tells the client of the Podman service from Docker's.
+func isPodman(c *dockerapi.Client) bool {
+	return podmanEngine.dir != "" && c.SocketPath() == podmanSocket()
+}
+
+// onEngines runs f on Docker, then on Podman's Docker-compatible API.
+func onEngines(t *testing.T, f func(t *testing.T, c *dockerapi.Client)) {
+	t.Run("docker", func(t *testing.T) { f(t, setup(t)) })
+	t.Run("podman", func(t *testing.T) { f(t, setupPodman(t)) })
+}
+
 // setupPodman returns a client for Podman's Docker-compatible API, with
 // the action and probe images (built by Docker in setup) loaded into
 // Podman. It installs Podman if it is missing and fails the test when it
@@ -197,16 +208,6 @@ func stopPodman() {
 	}
 }
 
-// onPodman binds Podman's socket where the action looks for the engine's,
-// instead of Docker's that runAction would add.
-func onPodman(a action) action {
-	if !a.noSocket {
-		a.volumes = append(slices.Clone(a.volumes), podmanSocket()+":/var/run/docker.sock")
-	}
-	a.noSocket = true
-	return a
-}
-
 // TestPodmanEngine checks what the Podman tests rely on, and the
 // differences from Docker that are Podman's own, not waitdaemon's.
 func TestPodmanEngine(t *testing.T) {
@@ -328,7 +329,7 @@ func TestPodmanInheritance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := t.TempDir()
 			tc.a.volumes = []string{out + ":/out"}
-			r := runAction(t, c, tc.shape, onPodman(tc.a))
+			r := runAction(t, c, tc.shape, tc.a)
 			if r.ExitCode != 0 {
 				t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
 			}
@@ -343,7 +344,7 @@ func TestPodmanInheritance(t *testing.T) {
 			if fb := handed.str("found_by"); fb != "cgroup" {
 				t.Errorf("found own container by %q, want it found in Podman's cgroup path", fb)
 			}
-			evs := followPodmanWaiter(t, c, r.ID)
+			evs := followWaiter(t, c, r.ID)
 			started, ok1 := find(evs, "started user container")
 			exited, ok2 := find(evs, "user container exited")
 			if !ok1 || !ok2 {
@@ -426,13 +427,13 @@ func checkPodmanEnv(t *testing.T, p probeReport) {
 func TestPodmanPlan(t *testing.T) {
 	c := setupPodman(t)
 	out := t.TempDir()
-	r := runAction(t, c, tinkAgent, onPodman(action{
+	r := runAction(t, c, tinkAgent, action{
 		name:    "e2e podman plan",
 		command: []string{"reboot"},
 		env:     map[string]string{"IMAGE": probeImage, "FOO": "bar", "WAITDAEMON_DRY_RUN": "true", "WAITDAEMON_VERBOSE": "true"},
 		volumes: []string{out + ":/out:ro"},
 		pid:     "host",
-	}))
+	})
 	if r.ExitCode != 0 {
 		t.Fatalf("the dry run exited %d:\n%s", r.ExitCode, r.Logs)
 	}
@@ -505,19 +506,19 @@ func TestPodmanPlan(t *testing.T) {
 func TestPodmanFailingUserContainerIsKept(t *testing.T) {
 	c := setupPodman(t)
 	out := t.TempDir()
-	r := runAction(t, c, tinkWorker, onPodman(action{
+	r := runAction(t, c, tinkWorker, action{
 		name:       "e2e podman failing",
 		command:    []string{"boom"},
 		env:        map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "PROBE_EXIT": "3"},
 		volumes:    []string{out + ":/out"},
 		pid:        "host",
 		privileged: true,
-	}))
+	})
 	if r.ExitCode != 0 {
 		t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
 	}
 	const name = "action_e2e_podman_failing-waitdaemon-user"
-	evs := followPodmanWaiter(t, c, r.ID)
+	evs := followWaiter(t, c, r.ID)
 	res, ok := find(evs, "result")
 	if !ok {
 		t.Fatalf("the waiter logged no result: %v", evs)
@@ -552,40 +553,6 @@ func TestPodmanFailingUserContainerIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, c, r.ID, 5*time.Second)
-}
-
-// TestPodmanBadInput: bad input fails the action under Podman with the
-// same exit code and message as under Docker, and leaves nothing.
-func TestPodmanBadInput(t *testing.T) {
-	c := setupPodman(t)
-	cases := []struct {
-		name     string
-		env      map[string]string
-		noSocket bool
-		wantCode int
-		want     string
-	}{
-		{"WAIT_SECONDS not a number", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "abc"}, false, 2, `WAIT_SECONDS="abc": expected a whole number of seconds from 0 to 3600`},
-		{"IMAGE unset", map[string]string{"WAIT_SECONDS": "1"}, false, 2, "IMAGE is not set: expected the image to run"},
-		{"no socket mounted", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1"}, true, 1, "mount its socket into the action with\n  volumes:\n    - /var/run/docker.sock:/var/run/docker.sock"},
-		// Podman answers a failed pull with 200 and an error line, after
-		// its own retries.
-		{"IMAGE cannot be pulled", map[string]string{"IMAGE": "127.0.0.1:1/waitdaemon/none:1", "WAIT_SECONDS": "1"}, false, 1, "pulling image 127.0.0.1:1/waitdaemon/none:1"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel() // "no socket" waits out the 10 s the action gives an engine to appear
-			a := action{name: "e2e podman bad " + tc.name, command: []string{"x"}, env: tc.env}
-			if tc.noSocket {
-				a.noSocket = true
-			}
-			r := runAction(t, c, tinkAgent, onPodman(a))
-			if r.ExitCode != tc.wantCode || !strings.Contains(r.Logs, tc.want) {
-				t.Errorf("exit %d, output:\n%s\nwant exit %d and %q", r.ExitCode, r.Logs, tc.wantCode, tc.want)
-			}
-			waitGone(t, c, r.ID, time.Second)
-		})
-	}
 }
 
 // followPodmanWaiter returns the waiter's output, read from its log file
@@ -628,7 +595,7 @@ func followPodmanWaiter(t *testing.T, c *dockerapi.Client, actionID string) []ev
 	}()
 	for {
 		_, err := c.ContainerInspect(ctx, id)
-		if podmanGone(err) {
+		if errors.Is(err, dockerapi.ErrNotFound) {
 			break
 		}
 		if err != nil {
@@ -666,14 +633,4 @@ func followPodmanWaiter(t *testing.T, c *dockerapi.Client, actionID string) []ev
 		t.Logf("the waiter logged %d JSON lines; Podman's logs?follow=1 had not ended 5 s after the waiter was removed", len(evs))
 	}
 	return evs
-}
-
-// podmanGone tells an answer that says the container is gone. Podman 4.3
-// answers 404 for a container it no longer knows, but 500 "container
-// <id> does not exist in database: no such container" for one that is
-// being removed (as an auto-removed waiter is, right after it exits).
-func podmanGone(err error) bool {
-	var ae *dockerapi.Error
-	return errors.Is(err, dockerapi.ErrNotFound) ||
-		errors.As(err, &ae) && ae.Status == 500 && strings.HasSuffix(ae.Message, "no such container")
 }
