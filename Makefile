@@ -24,7 +24,7 @@ bin/waitdaemon-linux-%: FORCE
 FORCE:
 
 test: engine
-	go test -race -count=1 ./...
+	go test -race -count=1 -timeout 30m ./...
 
 image: bin/waitdaemon-linux-$(HOSTARCH)
 	cp bin/waitdaemon-linux-$(HOSTARCH) bin/waitdaemon
