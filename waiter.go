@@ -115,19 +115,18 @@ func (w *waiterCmd) Run(ctx context.Context, g *globals) error {
 
 	var res result
 	for n := 1; ; n++ {
+		since := "" // a re-run's output follows the previous run's end
 		if n > 1 {
 			if !sleep(ctx, min(retryBase<<(n-2), retryCap)) {
 				return w.leave(g)
 			}
+			sent = time.Now()
 			if err := c.ContainerStart(context.WithoutCancel(ctx), w.UserContainer); err != nil {
 				return fmt.Errorf("re-running the user container: %w", err)
 			}
-		}
-		since := "" // a re-run's output follows the previous run's end
-		if n > 1 {
 			since = res.Attempts[n-2].FinishedAt
 		}
-		a, err := w.follow(ctx, c, w.UserContainer, since)
+		a, err := w.follow(ctx, c, w.UserContainer, sent, since)
 		if ctx.Err() != nil {
 			return w.leave(g)
 		}
@@ -144,10 +143,11 @@ func (w *waiterCmd) Run(ctx context.Context, g *globals) error {
 	last := &res.Attempts[len(res.Attempts)-1]
 	res.ExitCode, res.Image, res.Command = last.ExitCode, last.Image, last.Command
 	if w.FallbackContainer != "" && last.ExitCode != 0 {
+		fbSent := time.Now()
 		if err := c.ContainerStart(context.WithoutCancel(ctx), w.FallbackContainer); err != nil {
 			return fmt.Errorf("starting the fallback: %w", err)
 		}
-		fb, err := w.follow(ctx, c, w.FallbackContainer, "")
+		fb, err := w.follow(ctx, c, w.FallbackContainer, fbSent, "")
 		if ctx.Err() != nil {
 			return w.leave(g)
 		}
@@ -160,20 +160,17 @@ func (w *waiterCmd) Run(ctx context.Context, g *globals) error {
 	return w.finish(ctx, c, g, res)
 }
 
-// follow waits for container to exit and returns the run: its exit code,
-// times and the tail of its output since the given time. (A container's
-// first output can come before the StartedAt the engine records.)
-func (w *waiterCmd) follow(ctx context.Context, c *dockerapi.Client, container, since string) (attempt, error) {
+// follow waits for the run of container whose start was sent at started
+// to exit, and returns it: its exit code, times and the tail of its output
+// since the given time. (A container's first output can come before the
+// StartedAt the engine records.)
+func (w *waiterCmd) follow(ctx context.Context, c *dockerapi.Client, container string, started time.Time, since string) (attempt, error) {
 	a := attempt{Container: container}
-	wr, err := c.ContainerWait(ctx, container, dockerapi.WaitNotRunning)
-	if err != nil {
-		return a, fmt.Errorf("following %s: %w", container, err)
-	}
-	a.ExitCode = wr.StatusCode
-	ctr, err := c.ContainerInspect(ctx, container)
+	ctr, code, err := waitRun(ctx, c, container, started)
 	if err != nil {
 		return a, err
 	}
+	a.ExitCode = code
 	a.Image, a.Command = ctr.Config.Image, append([]string{ctr.Path}, ctr.Args...)
 	a.StartedAt, a.FinishedAt = ctr.State.StartedAt, ctr.State.FinishedAt
 	a.LogTail = []string{}
@@ -186,6 +183,44 @@ func (w *waiterCmd) follow(ctx context.Context, c *dockerapi.Client, container, 
 		a.LogTail = tail(out.String(), w.LogTail)
 	}
 	return a, nil
+}
+
+// staleWaits bounds how often follow asks again after a wait that
+// answered for an earlier run; staleWaitPause is the pause between.
+const (
+	staleWaits     = 50
+	staleWaitPause = 100 * time.Millisecond
+)
+
+// waitRun waits for container to stop and returns its inspect and exit
+// code, once they are those of the run whose start was sent at started.
+// A wait can answer for the run before: on Podman 4.3 a re-run's result
+// once came back with the earlier run's exit code and none of its own
+// output, as if read before the new run had begun. A run counts as this
+// one when the container no longer runs and the engine's StartedAt is at
+// most a second before started (re-runs are at least retryBase apart).
+func waitRun(ctx context.Context, c *dockerapi.Client, container string, started time.Time) (dockerapi.Container, int, error) {
+	for n := 1; ; n++ {
+		wr, err := c.ContainerWait(ctx, container, dockerapi.WaitNotRunning)
+		if err != nil {
+			return dockerapi.Container{}, 0, fmt.Errorf("following %s: %w", container, err)
+		}
+		ctr, err := c.ContainerInspect(ctx, container)
+		if err != nil {
+			return ctr, 0, err
+		}
+		at, perr := time.Parse(time.RFC3339Nano, ctr.State.StartedAt)
+		this := perr == nil && !at.Before(started.Add(-time.Second))
+		if !ctr.State.Running && this {
+			return ctr, ctr.State.ExitCode, nil
+		}
+		if n == staleWaits {
+			return ctr, wr.StatusCode, nil
+		}
+		if !sleep(ctx, staleWaitPause) {
+			return ctr, 0, ctx.Err()
+		}
+	}
 }
 
 // tail returns the last n lines of s.

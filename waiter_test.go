@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+)
+
+// handlerTransport serves requests from an http.Handler in process.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// TestWaitRun: a wait that answers for an earlier run (the container
+// still running, or its StartedAt before the start was sent) is asked
+// again, and the run returned is the one that was started.
+func TestWaitRun(t *testing.T) {
+	started := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
+	type state struct {
+		running bool
+		started time.Time
+		code    int
+	}
+	earlier := state{started: started.Add(-3 * time.Second), code: 3}
+	cases := []struct {
+		name      string
+		states    []state // what each inspect shows, in turn; the last repeats
+		wantCode  int
+		wantWaits int
+	}{
+		{"the run that was started", []state{{started: started.Add(5 * time.Millisecond), code: 7}}, 7, 1},
+		{"an earlier run's answer, then this run's", []state{earlier, earlier, {started: started.Add(time.Millisecond)}}, 0, 3},
+		{"still running, then stopped", []state{{running: true, started: started}, {started: started, code: 4}}, 4, 2},
+		{"a coarse clock a little behind", []state{{started: started.Add(-200 * time.Millisecond), code: 5}}, 5, 1},
+		{"never this run: the last answer after the bound", []state{earlier}, 3, staleWaits},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			waits, inspects := 0, 0
+			mux := http.NewServeMux()
+			mux.HandleFunc("/_ping", func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Api-Version", "1.41")
+				fmt.Fprint(w, "OK")
+			})
+			mux.HandleFunc("/v1.41/containers/u/wait", func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				waits++
+				s := tc.states[min(inspects, len(tc.states)-1)]
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"StatusCode":%d}`, s.code)
+			})
+			mux.HandleFunc("/v1.41/containers/u/json", func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				s := tc.states[min(inspects, len(tc.states)-1)]
+				inspects++
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"Id":"u","State":{"Running":%v,"ExitCode":%d,"StartedAt":%q}}`,
+					s.running, s.code, s.started.Format(time.RFC3339Nano))
+			})
+			c := &dockerapi.Client{Transport: handlerTransport{mux}}
+			ctr, code, err := waitRun(context.Background(), c, "u", started)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.wantCode || waits != tc.wantWaits || ctr.ID != "u" {
+				t.Errorf("waitRun() = exit %d after %d waits, want exit %d after %d", code, waits, tc.wantCode, tc.wantWaits)
+			}
+		})
+	}
+}
+
+// TestWaitRunCancelled: a signal while waitRun pauses between asks ends it
+// at once.
+func TestWaitRunCancelled(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/_ping", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Api-Version", "1.41") })
+	mux.HandleFunc("/v1.41/containers/u/wait", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"StatusCode":0}`) })
+	mux.HandleFunc("/v1.41/containers/u/json", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"Id":"u","State":{"Running":true,"StartedAt":"2026-01-01T00:00:10Z"}}`)
+	})
+	c := &dockerapi.Client{Transport: handlerTransport{mux}}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*staleWaitPause)
+	defer cancel()
+	_, _, err := waitRun(ctx, c, "u", time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC))
+	if err == nil || !strings.Contains(err.Error(), "deadline") {
+		t.Errorf("waitRun() = %v, want the context's deadline", err)
+	}
+}
