@@ -96,6 +96,9 @@ func (w *waiterCmd) Run(ctx context.Context, g *globals) error {
 	if err != nil {
 		return err
 	}
+	if ctx.Err() != nil { // a signal while the action still ran
+		return w.cancel(c, g)
+	}
 	timer := time.NewTimer(time.Until(exited.Add(time.Duration(w.WaitSeconds) * time.Second)))
 	defer timer.Stop()
 	select {
@@ -200,7 +203,7 @@ const (
 // one when the container no longer runs and the engine's StartedAt is at
 // most a second before started (re-runs are at least retryBase apart).
 func waitRun(ctx context.Context, c *dockerapi.Client, container string, started time.Time) (dockerapi.Container, int, error) {
-	for n := 1; ; n++ {
+	for stale := 0; ; {
 		wr, err := c.ContainerWait(ctx, container, dockerapi.WaitNotRunning)
 		if err != nil {
 			return dockerapi.Container{}, 0, fmt.Errorf("following %s: %w", container, err)
@@ -211,11 +214,17 @@ func waitRun(ctx context.Context, c *dockerapi.Client, container string, started
 		}
 		at, perr := time.Parse(time.RFC3339Nano, ctr.State.StartedAt)
 		this := perr == nil && !at.Before(started.Add(-time.Second))
-		if !ctr.State.Running && this {
+		switch {
+		case ctr.State.Running: // the wait answered early: ask again
+		case this:
 			return ctr, ctr.State.ExitCode, nil
-		}
-		if n == staleWaits {
-			return ctr, wr.StatusCode, nil
+		default:
+			// Stopped, by the engine's clock before this run's start. A
+			// wall clock stepped back meanwhile looks the same: after
+			// staleWaits asks, take the engine's word.
+			if stale++; stale == staleWaits {
+				return ctr, wr.StatusCode, nil
+			}
 		}
 		if !sleep(ctx, staleWaitPause) {
 			return ctr, 0, ctx.Err()
@@ -352,7 +361,14 @@ func (w *waiterCmd) actionExited(ctx context.Context, c *dockerapi.Client, g *gl
 		case errors.Is(err, dockerapi.ErrNotFound):
 			return time.Now(), true, nil
 		case !errors.As(err, &lost):
-			// The engine answered, and cannot wait: count the exit from now.
+			// The engine answered, and cannot wait. Count the exit from
+			// now, unless the action still runs: then ask again.
+			if ctr, ierr := c.ContainerInspect(ctx, w.ActionContainer); ierr == nil && ctr.State.Running {
+				if !sleep(ctx, time.Second) {
+					return time.Now(), false, nil
+				}
+				continue
+			}
 			return time.Now(), false, nil
 		default:
 			if lostSince.IsZero() {

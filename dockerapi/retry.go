@@ -37,7 +37,8 @@ func withPolicy(ctx context.Context, a *attempts) context.Context {
 //   - an engine that is not listening yet (socket missing, connection
 //     refused) is retried for up to waitForEngine, whatever the method,
 //     since the request never reached it;
-//   - 503 and 429 are retried, a few times;
+//   - 429 is retried, a few times, and so is 503 for calls that are safe
+//     to repeat (a named create is: its retry adopts its own container);
 //   - other transport errors are retried a few times for idempotent calls
 //     only;
 //   - nothing else is: Docker answers 500 for permanent failures.
@@ -58,7 +59,14 @@ func retryPolicy(waitForEngine time.Duration) func(context.Context, *http.Respon
 			if !a.idempotent || a.retries >= maxRetries {
 				return false, nil
 			}
-		case resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusTooManyRequests:
+		case resp.StatusCode == http.StatusServiceUnavailable:
+			// A 5xx: the engine (or a proxy before it) may have done the
+			// work. Only what is safe to repeat goes again.
+			a.ambiguous = true
+			if !a.idempotent || a.retries >= maxRetries {
+				return false, nil
+			}
+		case resp.StatusCode == http.StatusTooManyRequests:
 			if a.retries >= maxRetries {
 				return false, nil
 			}

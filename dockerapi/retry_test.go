@@ -24,8 +24,9 @@ var webBody = dockerapi.CreateRequest{Config: dockerapi.Config{
 }}
 
 // TestRetryStatus runs calls against engines that answer a sequence of
-// statuses (the last one repeats): 503 and 429 are retried for any
-// method, a few times; other statuses never are.
+// statuses (the last one repeats): 429 is retried for any method, 503
+// for calls safe to repeat (not an unnamed create), a few times; other
+// statuses never are.
 func TestRetryStatus(t *testing.T) {
 	list := func(c *dockerapi.Client) error { _, err := c.ContainerList(shortCtx(t)); return err }
 	create := func(name string) func(c *dockerapi.Client) error {
@@ -43,7 +44,10 @@ func TestRetryStatus(t *testing.T) {
 	}{
 		{name: "503 503 200", call: list, path: "/v1.41/containers/json", statuses: []int{503, 503, 200}, wantTries: 3},
 		{name: "429 200", call: list, path: "/v1.41/containers/json", statuses: []int{429, 200}, wantTries: 2},
-		{name: "503 then 201 on unnamed create", call: create(""), path: "/v1.41/containers/create", statuses: []int{503, 201}, wantTries: 2},
+		{name: "503 then 201 on named create", call: create("web"), path: "/v1.41/containers/create", statuses: []int{503, 201}, wantTries: 2},
+		{name: "503 on unnamed create", call: create(""), path: "/v1.41/containers/create", statuses: []int{503, 201}, wantTries: 1,
+			wantStatus: 503, wantMsg: "answer 1: 503 Service Unavailable"},
+		{name: "429 then 201 on unnamed create", call: create(""), path: "/v1.41/containers/create", statuses: []int{429, 201}, wantTries: 2},
 		{name: "500 on create", call: create("web"), path: "/v1.41/containers/create", statuses: []int{500, 201}, wantTries: 1,
 			wantStatus: 500, wantMsg: "answer 1: 500 Internal Server Error"},
 		{name: "500 on list", call: list, path: "/v1.41/containers/json", statuses: []int{500, 200}, wantTries: 1,
@@ -168,7 +172,7 @@ func TestRetryHangUp(t *testing.T) {
 
 // TestCreateRetryConflict covers a named create whose first attempt
 // reached the engine (which created the container) but whose answer was
-// lost: the retry meets a name conflict, and the container already there
+// lost (or answered 503): the retry meets a name conflict, and the container already there
 // is ours only if it carries every label asked for.
 func TestCreateRetryConflict(t *testing.T) {
 	const id = "0123456789ab0123456789ab0123456789ab0123456789ab0123456789abcdef"
@@ -181,6 +185,7 @@ func TestCreateRetryConflict(t *testing.T) {
 	cases := []struct {
 		name         string
 		firstHangsUp bool // the first create is done, then its answer lost
+		first503     bool // the first create is done, then answered 503 (a proxy's timeout, say)
 		conflict     func(http.ResponseWriter)
 		labels       func(asked map[string]string) map[string]string // what inspect shows
 		wantID       string
@@ -192,6 +197,11 @@ func TestCreateRetryConflict(t *testing.T) {
 				// The image's labels come on top of the asked ones.
 				return merge(asked, map[string]string{"org.opencontainers.image.title": "alpine"})
 			},
+			wantID: id, wantInspects: 1,
+		},
+		{
+			name: "same labels after a 503", first503: true, conflict: dockerConflict,
+			labels: func(asked map[string]string) map[string]string { return asked },
 			wantID: id, wantInspects: 1,
 		},
 		{
@@ -244,6 +254,11 @@ func TestCreateRetryConflict(t *testing.T) {
 							hangUp(t, w)
 							return
 						}
+						if tc.first503 {
+							w.Header().Set("Retry-After", "0")
+							writeJSON(w, 503, map[string]string{"message": "busy"})
+							return
+						}
 					}
 					tc.conflict(w)
 				case "GET /v1.41/containers/web/json":
@@ -266,7 +281,7 @@ func TestCreateRetryConflict(t *testing.T) {
 				t.Errorf("ContainerCreate() = %+v, %v; want no ID and a conflict", got1, err)
 			}
 			wantCreates := 1
-			if tc.firstHangsUp {
+			if tc.firstHangsUp || tc.first503 {
 				wantCreates = 2
 			}
 			if n := got.get("POST /v1.41/containers/create"); n != wantCreates {
