@@ -195,13 +195,14 @@ func withLabels(base, extra map[string]string) map[string]string {
 	return out
 }
 
-// printPlan is the dry run's output: the plan as indented JSON.
+// printPlan is the dry run's output: the plan as indented JSON, with the
+// values of secret-looking variables redacted as in the trace.
 func printPlan(w io.Writer, h *handoff) error {
 	data, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s\n", data)
+	_, err = fmt.Fprintf(w, "%s\n", dockerapi.Redact(data))
 	return err
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -76,6 +78,9 @@ func bad(name, v, expected string) error {
 // settings validates every input before anything is created.
 func (a *actionCmd) settings(env []string) (settings, error) {
 	s := settings{dryRun: a.DryRun}
+	if err := unknownVariables(env); err != nil {
+		return s, err
+	}
 	imageVar := inherit.Image.Name(env)
 	if strings.TrimSpace(a.Image) == "" {
 		return s, inputError{fmt.Sprintf("%s is not set: expected the image to run after the wait, like alpine:3.20", imageVar)}
@@ -145,4 +150,71 @@ func wholeNumber(v string, def, limit int, unit string) (int, error) {
 		return 0, expected
 	}
 	return n, nil
+}
+
+// variables are the WAITDAEMON_ variables waitdaemon reads: the env tags
+// of the command line.
+func variables() []string {
+	var out []string
+	for _, t := range []reflect.Type{reflect.TypeFor[cli](), reflect.TypeFor[actionCmd]()} {
+		for f := range t.Fields() {
+			for name := range strings.SplitSeq(f.Tag.Get("env"), ",") {
+				if strings.HasPrefix(name, inherit.Prefix) {
+					out = append(out, name)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unknownVariables fails on a WAITDAEMON_ variable that waitdaemon does not
+// read: a misspelt WAITDAEMON_RETRY would otherwise do nothing, silently.
+func unknownVariables(env []string) error {
+	known := variables()
+	for _, kv := range env {
+		name, v, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, inherit.Prefix) || slices.Contains(known, name) {
+			continue
+		}
+		if near := nearest(name, known); near != "" {
+			return inputError{fmt.Sprintf("%s=%q: waitdaemon has no such variable; did you mean %s?", name, v, near)}
+		}
+		return inputError{fmt.Sprintf("%s=%q: waitdaemon has no such variable; expected one of %s", name, v, strings.Join(known, ", "))}
+	}
+	return nil
+}
+
+// nearest is the name in names closest to name by edit distance, if it is
+// at most 3 edits away.
+func nearest(name string, names []string) string {
+	best, bestD := "", 4
+	for _, n := range names {
+		if d := editDistance(name, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

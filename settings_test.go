@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,4 +60,34 @@ func FuzzWaitSeconds(f *testing.F) {
 			t.Errorf("wholeNumber(%q) = %d, want %d", in, n, back)
 		}
 	})
+}
+
+// TestUnknownVariables: a WAITDAEMON_ variable waitdaemon does not read is
+// bad input, named, with the nearest real one when there is one.
+func TestUnknownVariables(t *testing.T) {
+	cases := []struct {
+		env  []string
+		want string // "" means no error
+	}{
+		{[]string{"IMAGE=alpine:3.20", "WAITDAEMON_RETRIES=2", "WAITDAEMON_VERBOSE=1", "WAITDAEMON_DRY_RUN=true", "FOO_WAITDAEMON_X=1"}, ""},
+		{[]string{"WAITDAEMON_RETRY=2"}, `WAITDAEMON_RETRY="2": waitdaemon has no such variable; did you mean WAITDAEMON_RETRIES?`},
+		{[]string{"WAITDAEMON_WAITSECONDS=5"}, `did you mean WAITDAEMON_WAIT_SECONDS?`},
+		{[]string{"WAITDAEMON_PULLPOLICY=always"}, `did you mean WAITDAEMON_PULL_POLICY?`},
+		{[]string{"WAITDAEMON_COLOUR=blue"}, `WAITDAEMON_COLOUR="blue": waitdaemon has no such variable; expected one of WAITDAEMON_CONTAINER, WAITDAEMON_DRY_RUN,`},
+	}
+	for _, tc := range cases {
+		err := unknownVariables(tc.env)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("unknownVariables(%q) = %v, want nil", tc.env, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || exitCode(err) != exitInput {
+			t.Errorf("unknownVariables(%q) = %v (exit %d), want %q (exit %d)", tc.env, err, exitCode(err), tc.want, exitInput)
+		}
+	}
+	if got := variables(); len(got) != 13 || !slices.Contains(got, "WAITDAEMON_VERBOSE") || !slices.Contains(got, "WAITDAEMON_IMAGE") {
+		t.Errorf("variables() = %q, want the 13 of --help", got)
+	}
 }

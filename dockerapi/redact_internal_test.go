@@ -10,8 +10,8 @@ func TestRedact(t *testing.T) {
 		{`["PASSWORD=x"]`, `["PASSWORD=<redacted>"]`},
 	}
 	for _, tc := range cases {
-		if got := string(redact([]byte(tc.in))); got != tc.want {
-			t.Errorf("redact(%s) = %s, want %s", tc.in, got, tc.want)
+		if got := string(Redact([]byte(tc.in))); got != tc.want {
+			t.Errorf("Redact(%s) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 }

@@ -18,8 +18,9 @@ var redactedHeaders = []string{"X-Registry-Auth", "Authorization"}
 // it holds a secret, like "REGISTRY_PASSWORD=…": its value is redacted.
 var secretEnv = regexp.MustCompile(`"([A-Za-z0-9_]*(?i:password|passwd|secret|token|credential|api_?key)[A-Za-z0-9_]*)=(?:[^"\\]|\\.)*"`)
 
-// redact hides the values of secret-looking environment entries.
-func redact(b []byte) []byte {
+// Redact hides the values of secret-looking environment entries in a JSON
+// body: the trace and the dry-run plan show them as <redacted>.
+func Redact(b []byte) []byte {
 	return secretEnv.ReplaceAll(b, []byte(`"$1=<redacted>"`))
 }
 
@@ -51,7 +52,7 @@ func (t *tracer) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
-		b.Write(redact(body))
+		b.Write(Redact(body))
 		b.WriteString("\n")
 	}
 	t.write(b.Bytes())
@@ -73,7 +74,7 @@ func (t *tracer) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	b.Write(redact(body))
+	b.Write(Redact(body))
 	if len(body) > 0 && body[len(body)-1] != '\n' {
 		b.WriteByte('\n')
 	}
@@ -114,7 +115,7 @@ type tracedBody struct {
 func (b *tracedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if n > 0 {
-		b.t.write(redact(p[:n]))
+		b.t.write(Redact(p[:n]))
 		b.last = p[n-1]
 	}
 	if err == io.EOF {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,7 @@ func TestDryRun(t *testing.T) {
 			env: map[string]string{
 				"IMAGE": probeImage, "WAIT_SECONDS": "5", "WAITDAEMON_DRY_RUN": "true",
 				"WAITDAEMON_REGISTRY_USERNAME": "operator", "WAITDAEMON_REGISTRY_PASSWORD": "hunter2-secret",
+				"DB_PASSWORD": "user-s3cret",
 			},
 		})
 		if r.ExitCode != 0 {
@@ -145,12 +147,74 @@ func TestDryRun(t *testing.T) {
 		if strings.Contains(r.Logs, "hunter2-secret") {
 			t.Errorf("the plan shows the registry password:\n%s", r.Logs)
 		}
+		if strings.Contains(r.Logs, "user-s3cret") || !slices.Contains(plan.User.Create.Env, "DB_PASSWORD=<redacted>") {
+			t.Errorf("the plan shows the user's DB_PASSWORD, or leaves it out: env %q", plan.User.Create.Env)
+		}
 		waitGone(t, c, r.ID, 0)
 		ctx := testCtx(t)
 		for _, n := range []string{"user", "waiter"} {
 			if _, err := c.ContainerInspect(ctx, "action_e2e_dry_run-waitdaemon-"+n); err == nil {
 				t.Errorf("the dry run created the %s container", n)
 			}
+		}
+	})
+}
+
+// TestPlanContainer: `waitdaemon plan --container ID`, run on a host (here
+// with the image's binary and the socket), prints for an existing
+// container what the action would do, from that container's settings,
+// and creates nothing.
+func TestPlanContainer(t *testing.T) {
+	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+		ctx := testCtx(t)
+		target, err := c.ContainerCreate(ctx, "e2e_plan_target", dockerapi.CreateRequest{
+			Config: dockerapi.Config{
+				Image: actionImage, Cmd: []string{"reboot", "-f"},
+				Env: []string{"IMAGE=" + probeImage, "WAIT_SECONDS=7", "BLOCK_DEVICE=/dev/sda", "API_TOKEN=user-t0ken"},
+			},
+			HostConfig: dockerapi.HostConfig{PidMode: "host", Binds: []string{"/tmp:/scratch", c.SocketPath() + ":/var/run/docker.sock"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { removeAction(c, target.ID) })
+		r := runAction(t, c, tinkAgent, action{
+			name:       "e2e plan",
+			entrypoint: []string{"/waitdaemon", "plan", "--container", target.ID},
+		})
+		if r.ExitCode != 0 {
+			t.Fatalf("plan exited %d:\n%s", r.ExitCode, r.Logs)
+		}
+		var plan struct {
+			Action  struct{ ID string }
+			FoundBy string `json:"found_by"`
+			Wait    int    `json:"wait_seconds"`
+			User    struct {
+				Name   string
+				Create *dockerapi.CreateRequest
+			} `json:"user_container"`
+		}
+		if err := json.Unmarshal([]byte(r.Logs), &plan); err != nil {
+			t.Fatalf("plan's output is not the plan: %v\n%s", err, r.Logs)
+		}
+		u := plan.User.Create
+		if plan.Action.ID != target.ID || plan.FoundBy != "plan --container" || plan.Wait != 7 || u == nil {
+			t.Fatalf("plan = %+v, want the target, found by plan --container, a 7 s wait and a user container", plan)
+		}
+		if u.Image != probeImage || strings.Join(u.Cmd, " ") != "reboot -f" || u.HostConfig.PidMode != "host" ||
+			!slices.Contains(u.Env, "BLOCK_DEVICE=/dev/sda") || !slices.Contains(u.Env, "API_TOKEN=<redacted>") ||
+			!slices.ContainsFunc(u.HostConfig.Binds, func(b string) bool { return strings.HasPrefix(b, "/tmp:/scratch") }) { // Podman adds options
+			t.Errorf("user container = image %s, cmd %q, pid %q, env %q, binds %q; want the target's settings, its token redacted",
+				u.Image, u.Cmd, u.HostConfig.PidMode, u.Env, u.HostConfig.Binds)
+		}
+		if strings.Contains(r.Logs, "user-t0ken") || slices.ContainsFunc(u.Env, func(kv string) bool {
+			return strings.HasPrefix(kv, "IMAGE=") || strings.HasPrefix(kv, "WAIT_SECONDS=")
+		}) {
+			t.Errorf("the plan shows a secret or passes on a control variable: %q", u.Env)
+		}
+		list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+target.ID)
+		if err != nil || len(list) != 0 {
+			t.Errorf("plan created %d containers (%v)", len(list), err)
 		}
 	})
 }
