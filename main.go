@@ -58,8 +58,8 @@ As an action, waitdaemon reads its settings from the environment:
   DOCKER_HOST                   the engine's socket, unix:///path (default unix:///var/run/docker.sock)
 
 No WAITDAEMON_ variable reaches the user container, nor do IMAGE and WAIT_SECONDS
-unless their alias is set; DOCKER_HOST and DOCKER_CONFIG do. The action's command
-is the user image's command.`
+unless their alias is set; DOCKER_HOST and DOCKER_CONFIG do. A WAITDAEMON_ variable
+not listed here is bad input. The action's command is the user image's command.`
 
 // globals is what every command gets from main.
 type globals struct {
