@@ -168,7 +168,9 @@ func (h *handoff) plan(ctx context.Context, c *dockerapi.Client, s settings, sel
 	if err != nil {
 		return err
 	}
-	out := inherit.Plan(inherit.Input{Container: self, Image: *own.Config, UserImage: s.image.String(), APIVersion: version})
+	// The registry config stays with the action: its credentials were
+	// for this pull, not for the user container.
+	out := inherit.Plan(inherit.Input{Container: self, Image: *own.Config, UserImage: s.image.String(), APIVersion: version, Withhold: []string{s.registryConfig}})
 	h.connect = out.Connect
 	user := out.Create
 	user.Labels = withLabels(user.Labels, h.labels(roleUser))

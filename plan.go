@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/waitdaemon/waitdaemon/inherit"
 )
@@ -36,14 +35,7 @@ func (p *planCmd) Run(ctx context.Context, g *globals) error {
 // actionFromEnv reads an action's settings from an environment list the
 // way they are read from the process's environment in an action.
 func actionFromEnv(env []string) *actionCmd {
-	get := func(name string) string {
-		for _, kv := range env {
-			if k, v, ok := strings.Cut(kv, "="); ok && k == name {
-				return v
-			}
-		}
-		return ""
-	}
+	get := func(name string) string { return envValue(env, name) }
 	return &actionCmd{
 		Image:            get(inherit.Image.Name(env)),
 		WaitSeconds:      get(inherit.WaitSeconds.Name(env)),

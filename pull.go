@@ -84,7 +84,7 @@ func registryAuth(user, pass, dockerConfig string, ref dockerapi.Reference) (*do
 		return &dockerapi.AuthConfig{Username: user, Password: pass, ServerAddress: server}, nil
 	}
 	if dockerConfig == "" {
-		dockerConfig = "/root/.docker"
+		dockerConfig = defaultDockerConfig
 	}
 	file := path.Join(dockerConfig, "config.json")
 	data, err := os.ReadFile(file)

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path"
 	"reflect"
 	"slices"
@@ -60,8 +59,13 @@ type settings struct {
 	fallbackImage   *dockerapi.Reference // nil: no fallback
 	pullPolicy      string
 	auth            *dockerapi.AuthConfig // nil: anonymous
+	registryConfig  string                // the directory of config.json: DOCKER_CONFIG, else /root/.docker
 	dryRun          bool
 }
+
+// defaultDockerConfig is where config.json is looked for without
+// DOCKER_CONFIG.
+const defaultDockerConfig = "/root/.docker"
 
 // inputError is bad input: it names the variable, shows the value and
 // says what was expected.
@@ -126,7 +130,11 @@ func (a *actionCmd) settings(env []string) (settings, error) {
 	default:
 		return s, bad("WAITDAEMON_PULL_POLICY", a.PullPolicy, "if-not-present, always or never")
 	}
-	if s.auth, err = registryAuth(a.RegistryUsername, a.RegistryPassword, os.Getenv("DOCKER_CONFIG"), s.image); err != nil {
+	s.registryConfig = defaultDockerConfig
+	if dir := envValue(env, "DOCKER_CONFIG"); dir != "" {
+		s.registryConfig = dir
+	}
+	if s.auth, err = registryAuth(a.RegistryUsername, a.RegistryPassword, s.registryConfig, s.image); err != nil {
 		return s, err
 	}
 	return s, nil
@@ -217,4 +225,14 @@ func editDistance(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
+}
+
+// envValue is the value of name in env, or "".
+func envValue(env []string, name string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
 }

@@ -461,6 +461,10 @@ func TestRegistryAuth(t *testing.T) {
 			}
 			waiterOut, report := ranOK(t, c, r, out)
 			noSecret(t, map[string]string{"action's output": r.Logs, "waiter's output": waiterOut, "user container's probe report": report}, secrets...)
+			// The config.json stays with the action; the other volumes travel.
+			if strings.Contains(report, `"`+tc.mount+`"`) || !strings.Contains(report, `"/out"`) {
+				t.Errorf("the user container's mounts: want /out, and not %s:\n%s", tc.mount, report)
+			}
 		})
 	}
 }

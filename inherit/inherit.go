@@ -25,6 +25,10 @@ type Input struct {
 	// APIVersion is the negotiated API version: below 1.44, create takes
 	// one network only.
 	APIVersion string
+	// Withhold are paths in the action container whose binds and mounts
+	// (at the path or below it) do not travel: the registry config that
+	// waitdaemon reads its credentials from.
+	Withhold []string
 }
 
 // Output is the plan: a create request, and the networks to connect after
@@ -68,6 +72,7 @@ func Plan(in Input) Output {
 	host.AutoRemove = false  // the waiter removes a container that succeeded
 	host.RestartPolicy = nil // a restarted reboot would loop
 	host.Links = rewriteLinks(host.Links)
+	host.Binds, host.Mounts = withhold(host.Binds, host.Mounts, in.Withhold)
 	host.PortBindings = nullIsEmpty(host.PortBindings)
 	host.PidMode = notPrivate(host.PidMode)
 	host.UTSMode = notPrivate(host.UTSMode)
@@ -81,6 +86,34 @@ func Plan(in Input) Output {
 	out := Output{Create: dockerapi.CreateRequest{Config: cfg, HostConfig: host}}
 	out.Create.NetworkingConfig, out.Connect = networks(c, shortID, in.APIVersion)
 	return out
+}
+
+// withhold returns binds and mounts without those whose target is one of
+// paths or below one.
+func withhold(binds []string, mounts []dockerapi.Mount, paths []string) ([]string, []dockerapi.Mount) {
+	held := func(target string) bool {
+		return slices.ContainsFunc(paths, func(p string) bool {
+			p = strings.TrimRight(p, "/")
+			return p != "" && (target == p || strings.HasPrefix(target, p+"/"))
+		})
+	}
+	if len(paths) == 0 {
+		return binds, mounts
+	}
+	var outB []string
+	for _, b := range binds {
+		// src:target[:options]
+		if f := strings.Split(b, ":"); len(f) < 2 || !held(strings.TrimRight(f[1], "/")) {
+			outB = append(outB, b)
+		}
+	}
+	var outM []dockerapi.Mount
+	for _, m := range mounts {
+		if !held(strings.TrimRight(m.Target, "/")) {
+			outM = append(outM, m)
+		}
+	}
+	return outB, outM
 }
 
 // command returns the Cmd and Entrypoint to set. The action's command is

@@ -488,6 +488,23 @@ func TestPlanCommand(t *testing.T) {
 	}
 }
 
+// TestPlanWithhold: binds and mounts at a withheld path, or below it,
+// stay with the action; the rest travel, in order.
+func TestPlanWithhold(t *testing.T) {
+	c := dockerapi.Container{ID: "x", HostConfig: dockerapi.HostConfig{
+		Binds: []string{"/worker/wf:/workflow", "/srv/auth:/root/.docker:ro", "/srv/auth/config.json:/root/.docker/config.json", "/srv/other:/root/.dockerfiles", "/var/run/docker.sock:/var/run/docker.sock"},
+		Mounts: []dockerapi.Mount{
+			{Type: "bind", Source: "/srv/auth", Target: "/root/.docker/"},
+			{Type: "tmpfs", Target: "/scratch"},
+		},
+	}}
+	out := Plan(Input{Container: c, Withhold: []string{"/root/.docker/"}})
+	is(t, "Binds", out.Create.HostConfig.Binds, []string{"/worker/wf:/workflow", "/srv/other:/root/.dockerfiles", "/var/run/docker.sock:/var/run/docker.sock"})
+	is(t, "Mounts", out.Create.HostConfig.Mounts, []dockerapi.Mount{{Type: "tmpfs", Target: "/scratch"}})
+	none := Plan(Input{Container: c})
+	is(t, "Binds withholding nothing", none.Create.HostConfig.Binds, c.HostConfig.Binds)
+}
+
 // TestPlanDefaults covers values that mean the engine's default, on
 // images with and without their own.
 func TestPlanDefaults(t *testing.T) {
