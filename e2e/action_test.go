@@ -139,10 +139,18 @@ func TestInheritance(t *testing.T) {
 			if _, alias := tc.a.env["WAITDAEMON_IMAGE"]; alias {
 				wantEnv = append(wantEnv, "IMAGE=user-value", "WAIT_SECONDS=user-wait")
 			}
-			for _, kv := range wantEnv {
-				if !slices.Contains(p.Env, kv) {
-					t.Errorf("user env lacks %s: %q", kv, p.Env)
+			// Exactly the action's variables and the image's PATH, besides
+			// what the runtime itself sets in every container.
+			var gotEnv []string
+			for _, kv := range p.Env {
+				if name, _, _ := strings.Cut(kv, "="); name != "HOSTNAME" && name != "HOME" && !(name == "TERM" && tc.shape == tinkWorker) {
+					gotEnv = append(gotEnv, kv)
 				}
+			}
+			slices.Sort(gotEnv)
+			slices.Sort(wantEnv)
+			if !slices.Equal(gotEnv, wantEnv) {
+				t.Errorf("user env = %q (less HOSTNAME, HOME and a Tty's TERM), want exactly %q", gotEnv, wantEnv)
 			}
 			for _, kv := range p.Env {
 				name, _, _ := strings.Cut(kv, "=")
@@ -154,13 +162,25 @@ func TestInheritance(t *testing.T) {
 					t.Errorf("user env has %s, which is waitdaemon's", kv)
 				}
 			}
-			for _, m := range []string{"/out", "/var/run/docker.sock"} {
-				if !slices.Contains(p.Mounts, m) {
-					t.Errorf("user mounts lack %s: %q", m, p.Mounts)
+			// Exactly the action's volumes, besides the runtime's own mounts.
+			wantMounts := []string{"/out", "/var/run/docker.sock"}
+			if tc.shape == tinkWorker {
+				wantMounts = append(wantMounts, "/workflow")
+			}
+			var gotMounts []string
+			for _, m := range p.Mounts {
+				runtime := m == "/" || m == "/etc/resolv.conf" || m == "/etc/hostname" || m == "/etc/hosts"
+				for _, dir := range []string{"/proc", "/sys", "/dev"} {
+					runtime = runtime || m == dir || strings.HasPrefix(m, dir+"/")
+				}
+				if !runtime {
+					gotMounts = append(gotMounts, m)
 				}
 			}
-			if tc.shape == tinkWorker && !slices.Contains(p.Mounts, "/workflow") {
-				t.Errorf("user mounts lack the worker's /workflow: %q", p.Mounts)
+			slices.Sort(gotMounts)
+			slices.Sort(wantMounts)
+			if !slices.Equal(gotMounts, wantMounts) {
+				t.Errorf("user mounts = %q (less the runtime's), want exactly %q", gotMounts, wantMounts)
 			}
 			if got := p.Namespaces["pid"] == hostNamespace(t, "pid"); got != tc.hostPid {
 				t.Errorf("user pid namespace is the host's: %v, want %v", got, tc.hostPid)
