@@ -162,6 +162,37 @@ func TestStartTwice(t *testing.T) {
 	}
 }
 
+// TestGone asks for a container that is not there: start, wait, logs,
+// remove and inspect each fail as not found, with the engine's message.
+func TestGone(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			c := client(t, engine, "Gone")
+			ctx := ctx(t)
+			const name = "rr-gone"
+			calls := []struct {
+				name string
+				call func() error
+			}{
+				{"ContainerStart", func() error { return c.ContainerStart(ctx, name) }},
+				{"ContainerWait", func() error { _, err := c.ContainerWait(ctx, name, dockerapi.WaitNotRunning); return err }},
+				{"ContainerLogs", func() error {
+					var out bytes.Buffer
+					return c.ContainerLogs(ctx, name, dockerapi.LogsOptions{Tail: 5}, &out, &out)
+				}},
+				{"ContainerRemove", func() error { return c.ContainerRemove(ctx, name, dockerapi.RemoveOptions{Force: true, Volumes: true}) }},
+				{"ContainerInspect", func() error { _, err := c.ContainerInspect(ctx, name); return err }},
+			}
+			for _, call := range calls {
+				err := call.call()
+				if !errors.Is(err, dockerapi.ErrNotFound) || !strings.Contains(strings.ToLower(err.Error()), "no such container") {
+					t.Errorf("%s(%q) error = %v, want not found, saying no such container", call.name, name, err)
+				}
+			}
+		})
+	}
+}
+
 func TestImageInspect(t *testing.T) {
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
