@@ -101,9 +101,16 @@ func (a *actionCmd) Run(ctx context.Context, g *globals) (err error) {
 		}
 	}()
 	// The waiter's start is the slowest step; it needs only the names of
-	// what it will start, so it runs while the user container is made.
+	// what it will start, so the user container is made while it starts.
+	// The waiter's create goes first, alone: two creates at once slow
+	// each other, and this one is on the way to the start.
+	waiterMade := make(chan struct{})
 	waiterErr := make(chan error, 1)
-	go func() { waiterErr <- h.startWaiter(ctx, c) }()
+	go func() { waiterErr <- h.startWaiter(ctx, c, waiterMade) }()
+	<-waiterMade
+	if h.Waiter.ID == "" { // the create failed
+		return <-waiterErr
+	}
 	err = h.createUser(ctx, c, s, self, g)
 	if err = errors.Join(err, <-waiterErr); err != nil {
 		return err
@@ -358,13 +365,17 @@ func (h *handoff) waiterBody(self dockerapi.Container, s settings, socket string
 	}
 }
 
-// startWaiter creates and starts the waiter.
-func (h *handoff) startWaiter(ctx context.Context, c *dockerapi.Client) error {
+// startWaiter creates and starts the waiter. It closes made once the
+// create has answered, with h.Waiter.ID set if it succeeded.
+func (h *handoff) startWaiter(ctx context.Context, c *dockerapi.Client, made chan<- struct{}) error {
 	created, err := c.ContainerCreate(ctx, h.Waiter.Name, *h.Waiter.Create)
+	if err == nil {
+		h.Waiter.ID = created.ID
+	}
+	close(made)
 	if err != nil {
 		return err
 	}
-	h.Waiter.ID = created.ID
 	return c.ContainerStart(ctx, created.ID)
 }
 
