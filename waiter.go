@@ -232,13 +232,21 @@ func waitRun(ctx context.Context, c *dockerapi.Client, container string, started
 	}
 }
 
-// tail returns the last n lines of s.
+// tail returns the last n lines of s as a terminal shows them: a
+// carriage return inside a line (a progress bar's, or a TTY's line end
+// whose newline Podman's log lost) starts it over, so what follows the
+// last one is the line.
 func tail(s string, n int) []string {
-	lines := strings.Split(strings.TrimRight(strings.ReplaceAll(s, "\r\n", "\n"), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(strings.ReplaceAll(s, "\r\n", "\n"), "\r\n"), "\n")
 	if len(lines) == 1 && lines[0] == "" {
 		return []string{}
 	}
-	return lines[max(0, len(lines)-n):]
+	lines = lines[max(0, len(lines)-n):]
+	for i, l := range lines {
+		l = strings.TrimRight(l, "\r")
+		lines[i] = l[strings.LastIndexByte(l, '\r')+1:]
+	}
+	return lines
 }
 
 // finish logs the result, writes the result file, and removes the

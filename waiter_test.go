@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -98,5 +99,28 @@ func TestWaitRunCancelled(t *testing.T) {
 	_, _, err := waitRun(ctx, c, "u", time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC))
 	if err == nil || !strings.Contains(err.Error(), "deadline") {
 		t.Errorf("waitRun() = %v, want the context's deadline", err)
+	}
+}
+
+// TestTail: the last lines of a container's output, as a terminal shows
+// them.
+func TestTail(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want []string
+	}{
+		{"", 3, []string{}},
+		{"\n", 3, []string{}},
+		{"a\nb\nc\n", 2, []string{"b", "c"}},
+		{"a\r\nb\r\n", 5, []string{"a", "b"}},
+		{"}\rprobe: exiting 3 as asked\r", 2, []string{"probe: exiting 3 as asked"}},
+		{"10%\r50%\r100%\ndone\n", 2, []string{"100%", "done"}},
+		{"no newline at the end", 1, []string{"no newline at the end"}},
+	}
+	for _, tc := range cases {
+		if got := tail(tc.in, tc.n); !slices.Equal(got, tc.want) {
+			t.Errorf("tail(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
 	}
 }

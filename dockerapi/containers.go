@@ -131,13 +131,33 @@ func (c *Client) ContainerList(ctx context.Context, labels ...string) ([]Contain
 		f, _ := json.Marshal(map[string][]string{"label": labels})
 		q.Set("filters", string(f))
 	}
-	var out []ContainerSummary
-	err := c.do(ctx, request{method: http.MethodGet, path: "/containers/json", query: q, ok: []int{200}, idempotent: true}, &out)
-	if err != nil {
+	for n := 1; ; n++ {
+		var out []ContainerSummary
+		err := c.do(ctx, request{method: http.MethodGet, path: "/containers/json", query: q, ok: []int{200}, idempotent: true}, &out)
+		if err == nil {
+			return out, nil
+		}
+		// Podman 4.3 answers 500 "read /proc/N/cgroup: no such process"
+		// when a container exits while it lists: the list is asked for
+		// again, a few times.
+		var apiErr *Error
+		if n < listRaces && errors.As(err, &apiErr) && apiErr.Status == http.StatusInternalServerError && strings.Contains(apiErr.Message, "no such process") {
+			select {
+			case <-ctx.Done():
+			case <-time.After(listRacePause):
+				continue
+			}
+		}
 		return nil, fmt.Errorf("listing containers %v: %w", labels, err)
 	}
-	return out, nil
 }
+
+// listRaces bounds the lists asked for while Podman races an exiting
+// container; listRacePause is the pause between them.
+const (
+	listRaces     = 4
+	listRacePause = 50 * time.Millisecond
+)
 
 // LogsOptions are the query of GET /containers/{id}/logs.
 type LogsOptions struct {

@@ -454,3 +454,46 @@ func TestRetryContextCanceled(t *testing.T) {
 		})
 	}
 }
+
+// TestListPodmanRace: Podman's 500 "no such process", when a container
+// exits while it lists, is asked again a few times; another 500 is not.
+func TestListPodmanRace(t *testing.T) {
+	const race = "read /proc/7748/cgroup: no such process"
+	cases := []struct {
+		name      string
+		messages  []string // the 500s before a 200; "" ends them
+		wantTries int
+		wantErr   string
+	}{
+		{"two races, then the list", []string{race, race, ""}, 3, ""},
+		{"another 500", []string{"database is locked", ""}, 1, "database is locked"},
+		{"a race that goes on", []string{race, race, race, race, race, ""}, 4, race},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var got hits
+			c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) {
+				n := got.add(r)
+				if msg := tc.messages[min(n, len(tc.messages))-1]; msg != "" {
+					writeJSON(w, 500, map[string]string{"message": msg})
+					return
+				}
+				writeJSON(w, 200, []map[string]any{{"Id": "abc", "State": "exited"}})
+			})
+			list, err := c.ContainerList(shortCtx(t), "org.waitdaemon.action=x")
+			if n := got.total(); n != tc.wantTries {
+				t.Errorf("the engine got %d lists, want %d", n, tc.wantTries)
+			}
+			if tc.wantErr == "" {
+				if err != nil || len(list) != 1 {
+					t.Errorf("ContainerList() = %v, %v; want one container", list, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("ContainerList() error = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
