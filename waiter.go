@@ -353,11 +353,69 @@ func writeResult(file string, res result) (err error) {
 // WaitForEngine.
 const engineLost = 2 * time.Minute
 
+// exitPollFor bounds how long the waiter also polls the action
+// container's state, besides waiting on it; exitPollEvery is the pause
+// between polls.
+const (
+	exitPollFor   = 30 * time.Second
+	exitPollEvery = 100 * time.Millisecond
+)
+
 // actionExited waits for the action container to stop, or to be gone, and
-// returns when it stopped by the engine's clock when it can tell. A wait
-// that breaks without an answer (the engine restarting under live-restore
-// drops it) is asked again: the action may well still run.
+// returns when it stopped, by the engine's clock when it can tell. Besides
+// the engine's wait, it polls the container's state for a while: Podman
+// 4.3 answers a wait 250–900 ms after the exit, by when the worker may
+// have removed the container, and its exit time with it.
 func (w *waiterCmd) actionExited(ctx context.Context, c *dockerapi.Client, g *globals) (exited time.Time, removed bool, err error) {
+	either, stop := context.WithCancel(ctx)
+	defer stop()
+	type answer struct {
+		exited  time.Time
+		removed bool
+		err     error
+	}
+	waited := make(chan answer, 1)
+	go func() {
+		var a answer
+		a.exited, a.removed, a.err = w.waitAction(either, c, g)
+		waited <- a
+	}()
+	polled := make(chan time.Time, 1)
+	go pollExit(either, c, w.ActionContainer, polled)
+	select {
+	case t := <-polled:
+		stop()
+		<-waited // it ends with the cancel
+		return t, false, nil
+	case a := <-waited:
+		return a.exited, a.removed, a.err
+	}
+}
+
+// pollExit inspects container every exitPollEvery, for exitPollFor at
+// most, and sends when it stopped once it has. It gives up quietly when
+// the container is gone or the engine does not answer: the wait says.
+func pollExit(ctx context.Context, c *dockerapi.Client, container string, exited chan<- time.Time) {
+	deadline := time.Now().Add(exitPollFor)
+	for time.Now().Before(deadline) && sleep(ctx, exitPollEvery) {
+		ctr, err := c.ContainerInspect(ctx, container)
+		if err != nil {
+			return
+		}
+		if ctr.State.Running {
+			continue
+		}
+		if t, err := time.Parse(time.RFC3339Nano, ctr.State.FinishedAt); err == nil && t.Year() > 1 && t.Before(time.Now()) {
+			exited <- t
+		}
+		return
+	}
+}
+
+// waitAction is actionExited's wait. A wait that breaks without an answer
+// (the engine restarting under live-restore drops it) is asked again: the
+// action may well still run.
+func (w *waiterCmd) waitAction(ctx context.Context, c *dockerapi.Client, g *globals) (exited time.Time, removed bool, err error) {
 	var lostSince time.Time
 	for {
 		_, err := c.ContainerWait(ctx, w.ActionContainer, dockerapi.WaitNotRunning)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -122,5 +123,70 @@ func TestTail(t *testing.T) {
 		if got := tail(tc.in, tc.n); !slices.Equal(got, tc.want) {
 			t.Errorf("tail(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestActionExited: the action's exit time comes from the engine, through
+// the wait or through polling its state, whichever learns it first; a
+// container gone counts as removed.
+func TestActionExited(t *testing.T) {
+	finished := time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
+	cases := []struct {
+		name        string
+		waitBlocks  bool // the wait answers only when cancelled (Podman, late)
+		gone        bool
+		runningFor  int // inspects that still show it running
+		wantExited  time.Time
+		wantRemoved bool
+	}{
+		{name: "the poll sees the exit first", waitBlocks: true, runningFor: 2, wantExited: finished},
+		{name: "the wait answers first", wantExited: finished},
+		{name: "gone", gone: true, wantRemoved: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			inspects := 0
+			mux := http.NewServeMux()
+			mux.HandleFunc("/_ping", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Api-Version", "1.41") })
+			mux.HandleFunc("/v1.41/containers/act/wait", func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case tc.gone:
+					w.WriteHeader(http.StatusNotFound)
+					fmt.Fprint(w, `{"message":"No such container: act"}`)
+				case tc.waitBlocks:
+					<-r.Context().Done()
+				default:
+					fmt.Fprint(w, `{"StatusCode":0}`)
+				}
+			})
+			mux.HandleFunc("/v1.41/containers/act/json", func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				inspects++
+				running := inspects <= tc.runningFor
+				mu.Unlock()
+				if tc.gone {
+					w.WriteHeader(http.StatusNotFound)
+					fmt.Fprint(w, `{"message":"No such container: act"}`)
+					return
+				}
+				fmt.Fprintf(w, `{"Id":"act","State":{"Running":%v,"FinishedAt":%q}}`, running, finished.Format(time.RFC3339Nano))
+			})
+			c := &dockerapi.Client{Transport: handlerTransport{mux}}
+			w := &waiterCmd{ActionContainer: "act"}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			began := time.Now()
+			exited, removed, err := w.actionExited(ctx, c, &globals{stdout: io.Discard, stderr: io.Discard})
+			if err != nil || removed != tc.wantRemoved {
+				t.Fatalf("actionExited() = %v, removed %v, %v; want removed %v", exited, removed, err, tc.wantRemoved)
+			}
+			if !tc.wantExited.IsZero() && !exited.Equal(tc.wantExited) {
+				t.Errorf("actionExited() = %v, want the engine's FinishedAt %v", exited, tc.wantExited)
+			}
+			if took := time.Since(began); took > 2*time.Second {
+				t.Errorf("actionExited() took %v", took)
+			}
+		})
 	}
 }
