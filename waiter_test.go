@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -13,16 +12,8 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/internal/rr"
 )
-
-// handlerTransport serves requests from an http.Handler in process.
-type handlerTransport struct{ h http.Handler }
-
-func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, r)
-	return rec.Result(), nil
-}
 
 // TestWaitRun: a wait that answers for an earlier run (the container
 // still running, or its StartedAt before the start was sent) is asked
@@ -73,7 +64,7 @@ func TestWaitRun(t *testing.T) {
 				fmt.Fprintf(w, `{"Id":"u","State":{"Running":%v,"ExitCode":%d,"StartedAt":%q}}`,
 					s.running, s.code, s.started.Format(time.RFC3339Nano))
 			})
-			c := &dockerapi.Client{Transport: handlerTransport{mux}}
+			c := &dockerapi.Client{Socket: rr.Serve(t, mux)}
 			ctr, code, err := waitRun(context.Background(), c, "u", started)
 			if err != nil {
 				t.Fatal(err)
@@ -94,7 +85,7 @@ func TestWaitRunCancelled(t *testing.T) {
 	mux.HandleFunc("/v1.41/containers/u/json", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"Id":"u","State":{"Running":true,"StartedAt":"2026-01-01T00:00:10Z"}}`)
 	})
-	c := &dockerapi.Client{Transport: handlerTransport{mux}}
+	c := &dockerapi.Client{Socket: rr.Serve(t, mux)}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*staleWaitPause)
 	defer cancel()
 	_, _, err := waitRun(ctx, c, "u", time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC))
@@ -172,7 +163,7 @@ func TestActionExited(t *testing.T) {
 				}
 				fmt.Fprintf(w, `{"Id":"act","State":{"Running":%v,"FinishedAt":%q}}`, running, finished.Format(time.RFC3339Nano))
 			})
-			c := &dockerapi.Client{Transport: handlerTransport{mux}}
+			c := &dockerapi.Client{Socket: rr.Serve(t, mux)}
 			w := &waiterCmd{ActionContainer: "act"}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

@@ -91,14 +91,14 @@ func Plan(in Input) Output {
 // withhold returns binds and mounts without those whose target is one of
 // paths or below one.
 func withhold(binds []string, mounts []dockerapi.Mount, paths []string) ([]string, []dockerapi.Mount) {
+	if len(paths) == 0 {
+		return binds, mounts
+	}
 	held := func(target string) bool {
 		return slices.ContainsFunc(paths, func(p string) bool {
 			p = strings.TrimRight(p, "/")
 			return p != "" && (target == p || strings.HasPrefix(target, p+"/"))
 		})
-	}
-	if len(paths) == 0 {
-		return binds, mounts
 	}
 	var outB []string
 	for _, b := range binds {
