@@ -173,9 +173,11 @@ type request struct {
 	header http.Header
 	// ok lists the statuses that count as success; others become *Error.
 	ok []int
-	// idempotent allows retries after transport errors that may have
-	// reached the daemon.
-	idempotent bool
+	// repeat says whether the call is sent again after an attempt that
+	// may have reached the engine, and what the repeat's answer means.
+	repeat repeat
+	// subject is the container the call is about, for doneEarlier.
+	subject string
 	// raw skips the version prefix (for _ping and paths that carry one).
 	raw bool
 	// tries, when set, lets the caller see how the attempts went.
@@ -219,7 +221,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	if tries == nil {
 		tries = &attempts{}
 	}
-	tries.idempotent = r.idempotent
+	tries.repeat = r.repeat
 	req, err := retryablehttp.NewRequestWithContext(withPolicy(ctx, tries), r.method, u, reader)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
@@ -256,7 +258,14 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w: no answer within %v", context.DeadlineExceeded, limit))
 		defer cancel()
 	}
+	if r.tries == nil {
+		r.tries = &attempts{}
+	}
 	resp, err := c.send(ctx, r)
+	var e *Error
+	if errors.As(err, &e) && r.tries.ambiguous && r.doneEarlier(e) {
+		return nil
+	}
 	if err != nil {
 		return withCause(ctx, err)
 	}
@@ -307,14 +316,18 @@ func (c *Client) Raw(ctx context.Context, method, path string, body []byte) (*ht
 		ok = append(ok, s)
 	}
 	method = strings.ToUpper(method)
+	rep := never
+	if method == http.MethodGet || method == http.MethodHead {
+		rep = asFirst
+	}
 	return c.send(ctx, request{
-		method:     method,
-		path:       u.Path,
-		query:      u.Query(),
-		body:       payload,
-		ok:         ok,
-		idempotent: method == http.MethodGet || method == http.MethodHead,
-		raw:        hasVersionPrefix(u.Path) || u.Path == "/_ping",
+		method: method,
+		path:   u.Path,
+		query:  u.Query(),
+		body:   payload,
+		ok:     ok,
+		repeat: rep,
+		raw:    hasVersionPrefix(u.Path) || u.Path == "/_ping",
 	})
 }
 
@@ -327,7 +340,7 @@ type Ping struct {
 
 // Ping asks the engine for its API version. It is not version-prefixed.
 func (c *Client) Ping(ctx context.Context) (Ping, error) {
-	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/_ping", ok: []int{200}, idempotent: true, raw: true})
+	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/_ping", ok: []int{200}, repeat: asFirst, raw: true})
 	if err != nil {
 		return Ping{}, err
 	}

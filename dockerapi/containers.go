@@ -16,7 +16,7 @@ import (
 // ContainerInspect returns the container named or identified by id.
 func (c *Client) ContainerInspect(ctx context.Context, id string) (Container, error) {
 	var out Container
-	err := c.do(ctx, request{method: http.MethodGet, path: "/containers/" + url.PathEscape(id) + "/json", ok: []int{200}, idempotent: true}, &out)
+	err := c.do(ctx, request{method: http.MethodGet, path: "/containers/" + url.PathEscape(id) + "/json", ok: []int{200}, repeat: asFirst}, &out)
 	if err != nil {
 		return Container{}, fmt.Errorf("inspecting container %q: %w", id, err)
 	}
@@ -35,9 +35,13 @@ func (c *Client) ContainerCreate(ctx context.Context, name string, body CreateRe
 	}
 	var out CreateResponse
 	tries := &attempts{}
+	rep := never
+	if name != "" {
+		rep = adopted
+	}
 	err := c.do(ctx, request{
 		method: http.MethodPost, path: "/containers/create", query: q, body: body,
-		ok: []int{201}, idempotent: name != "", tries: tries,
+		ok: []int{201}, repeat: rep, tries: tries,
 	}, &out)
 	if err != nil && name != "" && tries.ambiguous && errors.Is(err, ErrConflict) {
 		if there, ierr := c.ContainerInspect(ctx, name); ierr == nil && hasLabels(there.Config.Labels, body.Labels) {
@@ -60,9 +64,10 @@ func hasLabels(have, want map[string]string) bool {
 }
 
 // ContainerStart starts a container. A container that is already running
-// gives an error for which errors.Is(err, ErrNotModified) holds.
+// gives an error for which errors.Is(err, ErrNotModified) holds, unless
+// an earlier attempt of this call, whose answer was lost, started it.
 func (c *Client) ContainerStart(ctx context.Context, id string) error {
-	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/start", ok: []int{204}, idempotent: true}, nil)
+	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/start", ok: []int{204}, repeat: started}, nil)
 	if err != nil {
 		return fmt.Errorf("starting container %q: %w", id, err)
 	}
@@ -84,7 +89,7 @@ func (c *Client) ContainerWait(ctx context.Context, id, condition string) (WaitR
 		q.Set("condition", condition)
 	}
 	var out WaitResponse
-	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/wait", query: q, ok: []int{200}, idempotent: true, stream: true}, &out)
+	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/wait", query: q, ok: []int{200}, repeat: asFirst, stream: true}, &out)
 	if err != nil {
 		return WaitResponse{}, fmt.Errorf("waiting for container %q: %w", id, err)
 	}
@@ -116,7 +121,7 @@ func (c *Client) ContainerRemove(ctx context.Context, id string, opts RemoveOpti
 	if opts.Volumes {
 		q.Set("v", "1")
 	}
-	err := c.do(ctx, request{method: http.MethodDelete, path: "/containers/" + url.PathEscape(id), query: q, ok: []int{204}, idempotent: true}, nil)
+	err := c.do(ctx, request{method: http.MethodDelete, path: "/containers/" + url.PathEscape(id), query: q, ok: []int{204}, repeat: removed}, nil)
 	if err != nil {
 		return fmt.Errorf("removing container %q: %w", id, err)
 	}
@@ -133,7 +138,7 @@ func (c *Client) ContainerList(ctx context.Context, labels ...string) ([]Contain
 	}
 	for n := 1; ; n++ {
 		var out []ContainerSummary
-		err := c.do(ctx, request{method: http.MethodGet, path: "/containers/json", query: q, ok: []int{200}, idempotent: true}, &out)
+		err := c.do(ctx, request{method: http.MethodGet, path: "/containers/json", query: q, ok: []int{200}, repeat: asFirst}, &out)
 		if err == nil {
 			return out, nil
 		}
@@ -183,7 +188,7 @@ func (c *Client) ContainerLogs(ctx context.Context, id string, opts LogsOptions,
 	if t, err := time.Parse(time.RFC3339Nano, opts.Since); err == nil {
 		q.Set("since", fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()))
 	}
-	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/containers/" + url.PathEscape(id) + "/logs", query: q, ok: []int{200}, idempotent: true})
+	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/containers/" + url.PathEscape(id) + "/logs", query: q, ok: []int{200}, repeat: asFirst})
 	if err != nil {
 		return fmt.Errorf("reading logs of container %q: %w", id, err)
 	}
@@ -206,7 +211,7 @@ func (c *Client) NetworkConnect(ctx context.Context, network, container string, 
 		Container      string
 		EndpointConfig EndpointSettings
 	}{container, ep}
-	err := c.do(ctx, request{method: http.MethodPost, path: "/networks/" + url.PathEscape(network) + "/connect", body: body, ok: []int{200}, idempotent: true}, nil)
+	err := c.do(ctx, request{method: http.MethodPost, path: "/networks/" + url.PathEscape(network) + "/connect", body: body, ok: []int{200}, repeat: connected}, nil)
 	if err != nil {
 		return fmt.Errorf("connecting container %q to network %q: %w", container, network, err)
 	}
@@ -215,7 +220,7 @@ func (c *Client) NetworkConnect(ctx context.Context, network, container string, 
 
 // ContainerRename gives a container a new name.
 func (c *Client) ContainerRename(ctx context.Context, id, name string) error {
-	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/rename", query: url.Values{"name": {name}}, ok: []int{204}, idempotent: true}, nil)
+	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/rename", query: url.Values{"name": {name}}, ok: []int{204}, repeat: renamed, subject: id}, nil)
 	if err != nil {
 		return fmt.Errorf("renaming container %q to %q: %w", id, name, err)
 	}

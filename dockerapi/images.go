@@ -15,7 +15,7 @@ import (
 // or an ID). A name with no tag means :latest.
 func (c *Client) ImageInspect(ctx context.Context, ref string) (Image, error) {
 	var out Image
-	err := c.do(ctx, request{method: http.MethodGet, path: "/images/" + ref + "/json", ok: []int{200}, idempotent: true}, &out)
+	err := c.do(ctx, request{method: http.MethodGet, path: "/images/" + ref + "/json", ok: []int{200}, repeat: asFirst}, &out)
 	if err != nil {
 		return Image{}, fmt.Errorf("inspecting image %q: %w", ref, err)
 	}
@@ -77,7 +77,7 @@ func (c *Client) ImagePull(ctx context.Context, ref Reference, auth *AuthConfig,
 		h = http.Header{"X-Registry-Auth": {auth.header()}}
 	}
 	for broken := 0; ; broken++ {
-		resp, err := c.send(ctx, request{method: http.MethodPost, path: "/images/create", query: q, header: h, ok: []int{200}, idempotent: true})
+		resp, err := c.send(ctx, request{method: http.MethodPost, path: "/images/create", query: q, header: h, ok: []int{200}, repeat: asFirst})
 		if err != nil {
 			return fmt.Errorf("pulling image %s: %w", ref, err)
 		}

@@ -49,7 +49,10 @@ func TestRetryPolicy(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &attempts{idempotent: tc.idempotent}
+			a := &attempts{repeat: never}
+			if tc.idempotent {
+				a.repeat = asFirst
+			}
 			ctx := withPolicy(context.Background(), a)
 			a.started = a.started.Add(-tc.age)
 			a.retries = tc.retries
@@ -63,7 +66,7 @@ func TestRetryPolicy(t *testing.T) {
 		})
 	}
 	t.Run("canceled", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(withPolicy(context.Background(), &attempts{idempotent: true}))
+		ctx, cancel := context.WithCancel(withPolicy(context.Background(), &attempts{repeat: asFirst}))
 		cancel()
 		got, err := retryPolicy(wait)(ctx, resp(503), nil)
 		if got || !errors.Is(err, context.Canceled) {

@@ -497,3 +497,105 @@ func TestListPodmanRace(t *testing.T) {
 		})
 	}
 }
+
+// TestRepeatAfterLostAnswer is a call whose first attempt the engine
+// carries out and whose answer is then lost (the connection hangs up):
+// the repeat meets the work already done, and that is success. Without
+// the rule, the repeated start fails with 304 while the container runs.
+func TestRepeatAfterLostAnswer(t *testing.T) {
+	const id = "0123456789ab0123456789ab0123456789ab0123456789ab0123456789abcdef"
+	cases := []struct {
+		name    string
+		call    func(context.Context, *dockerapi.Client) error
+		path    string
+		again   func(w http.ResponseWriter) // the engine's answer to the repeat
+		wantErr error                       // nil: success
+	}{
+		{
+			name:  "start meets 304",
+			call:  func(ctx context.Context, c *dockerapi.Client) error { return c.ContainerStart(ctx, "web") },
+			path:  "/v1.41/containers/web/start",
+			again: func(w http.ResponseWriter) { w.WriteHeader(http.StatusNotModified) },
+		},
+		{
+			name: "connect meets already exists",
+			call: func(ctx context.Context, c *dockerapi.Client) error {
+				return c.NetworkConnect(ctx, "lan", "web", dockerapi.EndpointSettings{})
+			},
+			path: "/v1.41/networks/lan/connect",
+			again: func(w http.ResponseWriter) {
+				writeJSON(w, 403, map[string]string{"message": "endpoint with name web already exists in network lan"})
+			},
+		},
+		{
+			name: "remove meets 404",
+			call: func(ctx context.Context, c *dockerapi.Client) error {
+				return c.ContainerRemove(ctx, "web", dockerapi.RemoveOptions{Force: true})
+			},
+			path:  "/v1.41/containers/web",
+			again: func(w http.ResponseWriter) { writeJSON(w, 404, map[string]string{"message": "No such container: web"}) },
+		},
+		{
+			name: "rename meets itself",
+			call: func(ctx context.Context, c *dockerapi.Client) error { return c.ContainerRename(ctx, id, "web-1") },
+			path: "/v1.41/containers/" + id + "/rename",
+			again: func(w http.ResponseWriter) {
+				writeJSON(w, 409, map[string]string{"message": `Error when allocating new name: Conflict. The container name "/web-1" is already in use by container "` + id + `". You have to remove (or rename) that container to be able to reuse that name.`})
+			},
+		},
+		{
+			name: "rename meets another container",
+			call: func(ctx context.Context, c *dockerapi.Client) error { return c.ContainerRename(ctx, id, "web-1") },
+			path: "/v1.41/containers/" + id + "/rename",
+			again: func(w http.ResponseWriter) {
+				writeJSON(w, 409, map[string]string{"message": `Error when allocating new name: Conflict. The container name "/web-1" is already in use by container "fedcba". You have to remove (or rename) that container to be able to reuse that name.`})
+			},
+			wantErr: dockerapi.ErrConflict,
+		},
+		{
+			name: "connect meets another error",
+			call: func(ctx context.Context, c *dockerapi.Client) error {
+				return c.NetworkConnect(ctx, "lan", "web", dockerapi.EndpointSettings{})
+			},
+			path:    "/v1.41/networks/lan/connect",
+			again:   func(w http.ResponseWriter) { writeJSON(w, 404, map[string]string{"message": "network lan not found"}) },
+			wantErr: dockerapi.ErrNotFound,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var got hits
+			c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != tc.path {
+					t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+					http.Error(w, "unexpected", http.StatusTeapot)
+					return
+				}
+				if got.add(r) == 1 {
+					hangUp(t, w) // done, and the answer lost
+					return
+				}
+				tc.again(w)
+			})
+			err := tc.call(shortCtx(t), c)
+			if n := got.total(); n != 2 {
+				t.Errorf("the engine got %d requests, want 2", n)
+			}
+			switch {
+			case tc.wantErr == nil && err != nil:
+				t.Errorf("error = %v, want success: the first attempt did the work", err)
+			case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
+				t.Errorf("error = %v, want one that is %v", err, tc.wantErr)
+			}
+		})
+	}
+	// A 304 to a first attempt is the engine's plain answer: the
+	// container was already running before this call.
+	t.Run("start meets 304 at once", func(t *testing.T) {
+		c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotModified) })
+		if err := c.ContainerStart(shortCtx(t), "web"); !errors.Is(err, dockerapi.ErrNotModified) {
+			t.Errorf("error = %v, want ErrNotModified", err)
+		}
+	})
+}
