@@ -14,7 +14,7 @@ HOSTARCH := $(shell go env GOARCH)
 GOBUILD = CGO_ENABLED=0 GOOS=linux go build -trimpath -tags nethttpomithttp2 \
 	-gcflags=all=-l -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: build test image probe-image demo bench record fuzz engine clean
+.PHONY: build test image probe-image demo bench record fuzz engine clean oci push
 
 build: $(foreach a,$(ARCHES),bin/waitdaemon-linux-$(a))
 
@@ -29,6 +29,34 @@ test: engine
 image: bin/waitdaemon-linux-$(HOSTARCH)
 	cp bin/waitdaemon-linux-$(HOSTARCH) bin/waitdaemon
 	DOCKER_BUILDKIT=0 docker build -q -f Dockerfile.scratch -t $(IMAGE) bin
+
+# The release: an OCI layout in $(OCI_DIR) whose index holds an image of
+# Dockerfile.scratch per architecture, every timestamp the commit's, so
+# the same commit gives the same index digest (tools/oci). `make push
+# IMAGE=registry/waitdaemon:tag` copies the whole index and prints the
+# reference to pin, by digest.
+OCI_DIR ?= bin/oci
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_URL ?= https://github.com/waitdaemon/waitdaemon
+PUSH_FLAGS ?=
+
+oci: build
+	rm -rf $(OCI_DIR) $(OCI_DIR).pushed
+	go run ./tools/oci -out $(OCI_DIR) -dockerfile Dockerfile.scratch -created "$(SOURCE_DATE_EPOCH)" \
+		-source $(SOURCE_URL) -version $(VERSION) -revision "$(REVISION)" \
+		$(foreach a,$(ARCHES),-binary linux/$(a)=bin/waitdaemon-linux-$(a))
+
+ifneq ($(filter push,$(MAKECMDGOALS)),)
+ifeq ($(origin IMAGE),file)
+$(error make push: name the image, like IMAGE=registry.example:5000/waitdaemon:v1)
+endif
+endif
+
+push: oci
+	@command -v skopeo >/dev/null || { echo "make push needs skopeo: apt-get install -y skopeo" >&2; exit 1; }
+	skopeo copy --all --preserve-digests --digestfile $(OCI_DIR).pushed $(PUSH_FLAGS) oci:$(OCI_DIR) docker://$(IMAGE)
+	@ref=$(IMAGE); case "$${ref##*/}" in *:*) ref=$${ref%:*};; esac; echo "pushed: $$ref@$$(cat $(OCI_DIR).pushed)"
 
 # The end-to-end tests' and the demo's user image: it records what it got.
 probe-image:
