@@ -12,6 +12,7 @@
 package main
 
 import (
+	"bytes"
 	"debug/elf"
 	"errors"
 	"flag"
@@ -146,7 +147,7 @@ func checkELF(name string, content []byte, p ocilayout.Platform) error {
 	if p.OS != "linux" {
 		return nil
 	}
-	f, err := elf.NewFile(strings.NewReader(string(content)))
+	f, err := elf.NewFile(bytes.NewReader(content))
 	if err != nil {
 		return fmt.Errorf("%s for %s: not an ELF executable: %w", name, p, err)
 	}
