@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/alecthomas/kong v1.17.0
 	github.com/hashicorp/go-retryablehttp v0.7.8
+	google.golang.org/protobuf v1.36.10
 )
 
 require github.com/hashicorp/go-cleanhttp v0.5.2 // indirect

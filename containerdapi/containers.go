@@ -1,0 +1,192 @@
+package containerdapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+)
+
+// Container is containerd.services.containers.v1.Container: metadata
+// only; a container runs as a task.
+type Container struct {
+	ID          string            // 1
+	Labels      map[string]string // 2
+	Image       string            // 3
+	Runtime     *Runtime          // 4
+	Spec        Any               // 5: the OCI runtime spec; see SpecAny
+	Snapshotter string            // 6
+	SnapshotKey string            // 7
+	CreatedAt   time.Time         // 8
+	UpdatedAt   time.Time         // 9
+}
+
+func (c *Container) fields() []field {
+	return []field{
+		{1, "id", stringValue{&c.ID}},
+		{2, "labels", mapValue{&c.Labels}},
+		{3, "image", stringValue{&c.Image}},
+		{4, "runtime", msgPtr[Runtime, *Runtime]{&c.Runtime}},
+		{5, "spec", anyValue{&c.Spec}},
+		{6, "snapshotter", stringValue{&c.Snapshotter}},
+		{7, "snapshot_key", stringValue{&c.SnapshotKey}},
+		{8, "created_at", timeValue{&c.CreatedAt}},
+		{9, "updated_at", timeValue{&c.UpdatedAt}},
+	}
+}
+
+// RuncV2 is the runtime of every container waitdaemon creates.
+const RuncV2 = "io.containerd.runc.v2"
+
+// Runtime is Container.Runtime {name 1, options 2}.
+type Runtime struct {
+	Name    string // 1: RuncV2
+	Options Any    // 2
+}
+
+func (r *Runtime) fields() []field {
+	return []field{{1, "name", stringValue{&r.Name}}, {2, "options", anyValue{&r.Options}}}
+}
+
+// containers.v1 requests and answers.
+type (
+	containerID struct {
+		ID string // 1
+	}
+	containerMsg struct {
+		Container Container // 1
+	}
+	listContainersRequest struct {
+		Filters []string // 1
+	}
+	listContainersResponse struct {
+		Containers []Container // 1
+	}
+	updateContainerRequest struct {
+		Container  Container // 1
+		UpdateMask fieldMask // 2
+	}
+	// fieldMask is google.protobuf.FieldMask {paths 1}.
+	fieldMask struct {
+		Paths []string // 1
+	}
+)
+
+func (m *containerID) fields() []field { return []field{{1, "id", stringValue{&m.ID}}} }
+func (m *containerMsg) fields() []field {
+	return []field{{1, "container", msgValue{&m.Container}}}
+}
+func (m *listContainersRequest) fields() []field {
+	return []field{{1, "filters", stringsValue{&m.Filters}}}
+}
+func (m *listContainersResponse) fields() []field {
+	return []field{{1, "containers", msgList[Container, *Container]{&m.Containers}}}
+}
+func (m *updateContainerRequest) fields() []field {
+	return []field{{1, "container", msgValue{&m.Container}}, {2, "update_mask", msgValue{&m.UpdateMask}}}
+}
+func (m *fieldMask) fields() []field { return []field{{1, "paths", stringsValue{&m.Paths}}} }
+
+const containersService = "containerd.services.containers.v1.Containers/"
+
+var (
+	containersGet    = newRPC(containersService+"Get", func() message { return &containerID{} }, func() message { return &containerMsg{} }, true)
+	containersList   = newRPC(containersService+"List", func() message { return &listContainersRequest{} }, func() message { return &listContainersResponse{} }, true)
+	containersCreate = newRPC(containersService+"Create", func() message { return &containerMsg{} }, func() message { return &containerMsg{} }, true)
+	containersUpdate = newRPC(containersService+"Update", func() message { return &updateContainerRequest{} }, func() message { return &containerMsg{} }, true)
+	containersDelete = newRPC(containersService+"Delete", func() message { return &containerID{} }, func() message { return &empty{} }, true)
+)
+
+// ContainerGet returns the container id.
+func (c *Client) ContainerGet(ctx context.Context, id string) (Container, error) {
+	var out containerMsg
+	if err := c.call(ctx, containersGet, &containerID{ID: id}, &out, callOptions{}); err != nil {
+		return Container{}, fmt.Errorf("getting container %q: %w", id, err)
+	}
+	return out.Container, nil
+}
+
+// ContainerList returns the containers that match any of filters (all of
+// them when there is none). A filter is containerd's syntax, such as
+// LabelFilter gives.
+func (c *Client) ContainerList(ctx context.Context, filters ...string) ([]Container, error) {
+	var out listContainersResponse
+	if err := c.call(ctx, containersList, &listContainersRequest{Filters: filters}, &out, callOptions{}); err != nil {
+		return nil, fmt.Errorf("listing containers %q: %w", filters, err)
+	}
+	return out.Containers, nil
+}
+
+// LabelFilter is the filter of the containers whose label key is value:
+// labels."key"==value, quoted as containerd's filter syntax needs.
+func LabelFilter(key, value string) string {
+	return "labels." + quoteFilter(key) + "==" + quoteFilter(value)
+}
+
+// quoteFilter quotes s for containerd's filter syntax.
+func quoteFilter(s string) string {
+	b := []byte{'"'}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' || s[i] == '\\' {
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return string(append(b, '"'))
+}
+
+// ContainerCreate creates ctr and returns it as the daemon stored it.
+// It is safe to retry: when an attempt may have reached the daemon and
+// the retry meets AlreadyExists, the container already there is ours if
+// it has the same labels, and it is returned; otherwise the error is
+// AlreadyExists (errors.Is(err, ErrAlreadyExists)).
+func (c *Client) ContainerCreate(ctx context.Context, ctr Container) (Container, error) {
+	var out containerMsg
+	tries := &attempts{}
+	err := c.call(ctx, containersCreate, &containerMsg{Container: ctr}, &out, callOptions{tries: tries})
+	if err != nil && tries.ambiguous && errors.Is(err, ErrAlreadyExists) {
+		if there, gerr := c.ContainerGet(ctx, ctr.ID); gerr == nil && maps.Equal(there.Labels, ctr.Labels) {
+			return there, nil
+		}
+	}
+	if err != nil {
+		return Container{}, fmt.Errorf("creating container %q: %w", ctr.ID, err)
+	}
+	return out.Container, nil
+}
+
+// ContainerSetLabels sets the container's labels to labels, all of them
+// (a field mask of "labels"), and returns the container as updated.
+func (c *Client) ContainerSetLabels(ctx context.Context, id string, labels map[string]string) (Container, error) {
+	return c.containerUpdate(ctx, Container{ID: id, Labels: labels}, "labels")
+}
+
+// ContainerSetLabel sets or (with value "") removes one label, leaving the
+// others alone (a field mask of labels."key").
+func (c *Client) ContainerSetLabel(ctx context.Context, id, key, value string) (Container, error) {
+	labels := map[string]string{key: value}
+	if value == "" {
+		labels = nil
+	}
+	return c.containerUpdate(ctx, Container{ID: id, Labels: labels}, "labels."+key)
+}
+
+func (c *Client) containerUpdate(ctx context.Context, ctr Container, paths ...string) (Container, error) {
+	var out containerMsg
+	req := &updateContainerRequest{Container: ctr, UpdateMask: fieldMask{Paths: paths}}
+	if err := c.call(ctx, containersUpdate, req, &out, callOptions{}); err != nil {
+		return Container{}, fmt.Errorf("updating %q of container %q: %w", paths, ctr.ID, err)
+	}
+	return out.Container, nil
+}
+
+// ContainerDelete deletes the container's metadata. Beware: it succeeds
+// while the container's task runs, and orphans it; delete the task
+// first.
+func (c *Client) ContainerDelete(ctx context.Context, id string) error {
+	if err := c.call(ctx, containersDelete, &containerID{ID: id}, &empty{}, callOptions{}); err != nil {
+		return fmt.Errorf("deleting container %q: %w", id, err)
+	}
+	return nil
+}

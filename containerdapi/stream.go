@@ -1,0 +1,177 @@
+package containerdapi
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// stream is one streaming call: a server stream (one request, many
+// answers) or a bidirectional one. It is opened at once; the daemon's
+// answer, which may come only with its first message, is awaited by Recv.
+// It is the one path of every stream, as call is of unary calls.
+type stream struct {
+	c      *Client
+	r      *rpc
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    *sendBuffer // nil for a server stream
+
+	ready chan struct{} // closed once resp or err is set
+	resp  *http.Response
+	err   error
+	fr    frameReader
+	done  bool
+}
+
+// openStream starts r. A server stream sends first and closes its side;
+// a bidirectional one (bidi) sends first and keeps its side open for Send.
+func (c *Client) openStream(ctx context.Context, r *rpc, first message, bidi bool) (*stream, error) {
+	if err := c.init(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &stream{c: c, r: r, ctx: ctx, cancel: cancel, ready: make(chan struct{})}
+	c.traceRequest(ctx, r, first)
+	var body any = frame(marshal(first))
+	if bidi {
+		s.out = &sendBuffer{}
+		s.out.cond.L = &s.out.mu
+		s.out.write(body.([]byte))
+		context.AfterFunc(ctx, s.out.close)
+		// Not an io.Closer: the HTTP client must not close it on a failed
+		// dial, which is retried.
+		body = retryablehttp.ReaderFunc(func() (io.Reader, error) { return struct{ io.Reader }{s.out}, nil })
+	}
+	tries := &attempts{idempotent: r.idempotent}
+	go func() {
+		s.resp, s.err = c.send(ctx, r, body, tries)
+		if s.err == nil {
+			s.err = statusOf(r, s.resp, true)
+			s.fr = frameReader{r: s.resp.Body}
+		}
+		close(s.ready)
+	}()
+	return s, nil
+}
+
+// Send sends m on a bidirectional stream.
+func (s *stream) Send(m message) error {
+	s.c.traceMessage(">", s.r, m)
+	if !s.out.write(frame(marshal(m))) {
+		return fmt.Errorf("%s: sending on a closed stream", s.r.name)
+	}
+	return nil
+}
+
+// CloseSend ends this side of a bidirectional stream.
+func (s *stream) CloseSend() {
+	if s.out != nil {
+		s.out.close()
+	}
+}
+
+// Recv reads the next message into m. At the end of the stream it
+// returns io.EOF when the status is OK, the status as *Error otherwise.
+func (s *stream) Recv(m message) error {
+	select {
+	case <-s.ready:
+	case <-s.ctx.Done():
+		return withCause(s.ctx, fmt.Errorf("%s: %w", s.r.name, s.ctx.Err()))
+	}
+	if s.done {
+		return io.EOF
+	}
+	if s.err != nil {
+		s.end(s.err)
+		return s.err
+	}
+	msg, err := s.fr.next()
+	if err == io.EOF {
+		err = statusOf(s.r, s.resp, false)
+		s.end(err)
+		if err == nil {
+			return io.EOF
+		}
+		return err
+	}
+	if err != nil {
+		err = &TransportError{Method: s.r.name, Socket: s.c.Socket, Err: fmt.Errorf("reading the stream: %w", err)}
+		if s.ctx.Err() != nil {
+			err = withCause(s.ctx, fmt.Errorf("%s: %w", s.r.name, s.ctx.Err()))
+		}
+		s.end(err)
+		return err
+	}
+	if err := unmarshal(msg, m); err != nil {
+		err = fmt.Errorf("decoding a message of %s: %w", s.r.name, err)
+		s.end(err)
+		return err
+	}
+	s.c.traceMessage("<", s.r, m)
+	return nil
+}
+
+func (s *stream) end(err error) {
+	if !s.done {
+		s.done = true
+		s.c.traceEnd(s.r, err)
+	}
+}
+
+// Close ends the stream, whatever its state, and frees its connection.
+func (s *stream) Close() {
+	s.CloseSend()
+	s.cancel()
+	go func() {
+		<-s.ready
+		if s.resp != nil {
+			s.resp.Body.Close()
+		}
+	}()
+}
+
+// sendBuffer is the request body of a bidirectional stream: Send appends
+// frames, the HTTP/2 transport reads them, and close ends the body.
+type sendBuffer struct {
+	mu     sync.Mutex
+	cond   sync.Cond
+	buf    []byte
+	closed bool
+}
+
+func (b *sendBuffer) write(p []byte) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.buf = append(b.buf, p...)
+	b.cond.Broadcast()
+	return true
+}
+
+func (b *sendBuffer) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	b.cond.Broadcast()
+}
+
+func (b *sendBuffer) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(b.buf) == 0 && !b.closed {
+		b.cond.Wait()
+	}
+	if len(b.buf) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, b.buf)
+	b.buf = b.buf[n:]
+	return n, nil
+}

@@ -1,0 +1,87 @@
+package containerdapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The trace shows each call the way the Docker client's shows each
+// exchange: what was sent after "> ", what came back after "< ", a
+// failure to get an answer after "* ". Messages are decoded field by
+// field (proto names) and printed as indented JSON; registry secrets and
+// secret-looking environment values are redacted by the codec itself. A
+// stream's messages appear as they are sent and read.
+//
+//	> containerd.services.containers.v1.Containers/Get
+//	> containerd-namespace: tinkerbell
+//	> {
+//	>   "id": "web"
+//	> }
+//	< containerd.services.containers.v1.Containers/Get
+//	< {
+//	…
+//	< containerd.services.containers.v1.Containers/Get: OK
+
+func (c *Client) traceRequest(ctx context.Context, r *rpc, m message) {
+	if c.Trace == nil {
+		return
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "> %s\n", r.name)
+	fmt.Fprintf(&b, "> containerd-namespace: %s\n", c.Namespace)
+	if lease := leaseOf(ctx); lease != "" {
+		fmt.Fprintf(&b, "> containerd-lease: %s\n", lease)
+	}
+	writeMessage(&b, ">", m)
+	c.writeTrace(b.Bytes())
+}
+
+func (c *Client) traceMessage(dir string, r *rpc, m message) {
+	if c.Trace == nil {
+		return
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s %s\n", dir, r.name)
+	writeMessage(&b, dir, m)
+	c.writeTrace(b.Bytes())
+}
+
+// traceEnd writes a call's outcome: its status, or why it got none.
+func (c *Client) traceEnd(r *rpc, err error) {
+	if c.Trace == nil {
+		return
+	}
+	var apiErr *Error
+	var line string
+	switch {
+	case err == nil:
+		line = fmt.Sprintf("< %s: OK\n", r.name)
+	case errors.As(err, &apiErr):
+		line = fmt.Sprintf("< %s: %s: %s\n", r.name, apiErr.Code, apiErr.Message)
+	default:
+		line = fmt.Sprintf("* %s: %v\n", r.name, err)
+	}
+	c.writeTrace([]byte(line))
+}
+
+func (c *Client) writeTrace(p []byte) {
+	c.traceMu.Lock()
+	defer c.traceMu.Unlock()
+	_, _ = c.Trace.Write(p)
+}
+
+// writeMessage writes m as indented JSON, each line after prefix.
+func writeMessage(b *bytes.Buffer, prefix string, m message) {
+	var out bytes.Buffer
+	if err := json.Indent(&out, encodeJSON(m), "", "  "); err != nil {
+		out.Reset()
+		out.Write(encodeJSON(m))
+	}
+	for line := range strings.SplitSeq(out.String(), "\n") {
+		fmt.Fprintf(b, "%s %s\n", prefix, line)
+	}
+}

@@ -1,0 +1,652 @@
+package containerdapi
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// This file is the one protobuf codec of the package. Each message type
+// lists its fields once, in fields(): number, proto name, and a value
+// bound to the Go field. From that list alone come the wire encoding, the
+// decoding, and the readable tree that the trace prints and the fixtures
+// store. Fields a message does not list are skipped when decoding.
+
+// message is a Go struct that mirrors a proto message.
+type message interface {
+	fields() []field
+}
+
+// field is one proto field of a message, bound to its Go field.
+type field struct {
+	num  protowire.Number
+	name string
+	v    value
+}
+
+// value encodes, decodes and shows one Go field.
+type value interface {
+	// encode appends the field (tag included) when it is set.
+	encode(b []byte, num protowire.Number) []byte
+	// decode consumes one occurrence's payload, after its tag.
+	decode(typ protowire.Type, b []byte) (int, error)
+	// tree is the readable form; ok is false when the field is unset.
+	tree() (v any, ok bool)
+	// fromTree sets the field from its readable form, parsed from JSON.
+	fromTree(v any) error
+}
+
+// marshal encodes m.
+func marshal(m message) []byte {
+	var b []byte
+	for _, f := range m.fields() {
+		b = f.v.encode(b, f.num)
+	}
+	return b
+}
+
+// unmarshal decodes b into m, skipping the fields m does not list.
+func unmarshal(b []byte, m message) error {
+	fs := m.fields()
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		i := slices.IndexFunc(fs, func(f field) bool { return f.num == num })
+		if i < 0 {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		} else {
+			var err error
+			if n, err = fs[i].v.decode(typ, b); err != nil {
+				return fmt.Errorf("field %s (%d): %w", fs[i].name, num, err)
+			}
+		}
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// tree is a message's readable form: its set fields, in proto order. It
+// marshals as a JSON object.
+type tree []kv
+
+type kv struct {
+	k string
+	v any
+}
+
+func (t tree) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, e := range t {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := marshalJSON(e.k)
+		v, err := marshalJSON(e.v)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// toTree is m's readable form.
+func toTree(m message) tree {
+	t := tree{}
+	for _, f := range m.fields() {
+		if v, ok := f.v.tree(); ok {
+			t = append(t, kv{f.name, v})
+		}
+	}
+	return t
+}
+
+// fromTree sets m from its readable form, as JSON decodes it (with
+// UseNumber).
+func fromTree(v any, m message) error {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("expected an object, got %T", v)
+	}
+	fs := m.fields()
+	for k, fv := range obj {
+		i := slices.IndexFunc(fs, func(f field) bool { return f.name == k })
+		if i < 0 {
+			return fmt.Errorf("unknown field %q", k)
+		}
+		if err := fs[i].v.fromTree(fv); err != nil {
+			return fmt.Errorf("field %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// encodeJSON and decodeJSON turn a message into its readable JSON and
+// back: the form of the trace and of the fixtures.
+func encodeJSON(m message) json.RawMessage {
+	data, err := marshalJSON(toTree(m))
+	if err != nil {
+		return json.RawMessage(strconv.Quote(err.Error()))
+	}
+	return data
+}
+
+// marshalJSON is json.Marshal without the escaping of <, > and &, which
+// would make "<redacted>" unreadable.
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+func decodeJSON(data []byte, m message) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return err
+	}
+	return fromTree(v, m)
+}
+
+// Scalars.
+
+type stringValue struct{ p *string }
+
+func (s stringValue) encode(b []byte, num protowire.Number) []byte {
+	if *s.p == "" {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendString(b, *s.p)
+}
+
+func (s stringValue) decode(typ protowire.Type, b []byte) (int, error) {
+	if typ != protowire.BytesType {
+		return 0, errWireType(typ)
+	}
+	v, n := protowire.ConsumeString(b)
+	*s.p = v
+	return n, nil
+}
+
+func (s stringValue) tree() (any, bool) { return *s.p, *s.p != "" }
+
+func (s stringValue) fromTree(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("expected a string, got %T", v)
+	}
+	*s.p = str
+	return nil
+}
+
+// secretValue is a string that is never shown: the trace and the
+// fixtures see <redacted>.
+type secretValue struct{ stringValue }
+
+func (s secretValue) tree() (any, bool) {
+	if *s.p == "" {
+		return nil, false
+	}
+	return "<redacted>", true
+}
+
+type stringsValue struct{ p *[]string }
+
+func (s stringsValue) encode(b []byte, num protowire.Number) []byte {
+	for _, v := range *s.p {
+		b = protowire.AppendTag(b, num, protowire.BytesType)
+		b = protowire.AppendString(b, v)
+	}
+	return b
+}
+
+func (s stringsValue) decode(typ protowire.Type, b []byte) (int, error) {
+	if typ != protowire.BytesType {
+		return 0, errWireType(typ)
+	}
+	v, n := protowire.ConsumeString(b)
+	*s.p = append(*s.p, v)
+	return n, nil
+}
+
+func (s stringsValue) tree() (any, bool) { return *s.p, len(*s.p) > 0 }
+
+func (s stringsValue) fromTree(v any) error {
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("expected a list, got %T", v)
+	}
+	for _, e := range list {
+		str, ok := e.(string)
+		if !ok {
+			return fmt.Errorf("expected strings, got %T", e)
+		}
+		*s.p = append(*s.p, str)
+	}
+	return nil
+}
+
+// bytesValue shows bytes as text when they are UTF-8 (a manifest, a
+// config), and as {"base64": …} otherwise.
+type bytesValue struct{ p *[]byte }
+
+func (s bytesValue) encode(b []byte, num protowire.Number) []byte {
+	if len(*s.p) == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, *s.p)
+}
+
+func (s bytesValue) decode(typ protowire.Type, b []byte) (int, error) {
+	if typ != protowire.BytesType {
+		return 0, errWireType(typ)
+	}
+	v, n := protowire.ConsumeBytes(b)
+	*s.p = bytes.Clone(v)
+	return n, nil
+}
+
+func (s bytesValue) tree() (any, bool) {
+	if len(*s.p) == 0 {
+		return nil, false
+	}
+	if utf8.Valid(*s.p) {
+		return string(*s.p), true
+	}
+	return map[string]string{"base64": base64.StdEncoding.EncodeToString(*s.p)}, true
+}
+
+func (s bytesValue) fromTree(v any) error {
+	switch v := v.(type) {
+	case string:
+		*s.p = []byte(v)
+		return nil
+	case map[string]any:
+		str, _ := v["base64"].(string)
+		data, err := base64.StdEncoding.DecodeString(str)
+		*s.p = data
+		return err
+	}
+	return fmt.Errorf("expected a string or {\"base64\": …}, got %T", v)
+}
+
+// uintValue is a uint32, uint64, int32, int64 or enum field: varints all.
+type uintValue[T ~uint32 | ~uint64 | ~int32 | ~int64] struct{ p *T }
+
+func (s uintValue[T]) encode(b []byte, num protowire.Number) []byte {
+	if *s.p == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.VarintType)
+	return protowire.AppendVarint(b, uint64(*s.p))
+}
+
+func (s uintValue[T]) decode(typ protowire.Type, b []byte) (int, error) {
+	if typ != protowire.VarintType {
+		return 0, errWireType(typ)
+	}
+	v, n := protowire.ConsumeVarint(b)
+	*s.p = T(v)
+	return n, nil
+}
+
+func (s uintValue[T]) tree() (any, bool) { return *s.p, *s.p != 0 }
+
+func (s uintValue[T]) fromTree(v any) error {
+	n, ok := v.(json.Number)
+	if !ok {
+		return fmt.Errorf("expected a number, got %T", v)
+	}
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil {
+		u, uerr := strconv.ParseUint(string(n), 10, 64)
+		if uerr != nil {
+			return err
+		}
+		*s.p = T(u)
+		return nil
+	}
+	*s.p = T(i)
+	return nil
+}
+
+type boolValue struct{ p *bool }
+
+func (s boolValue) encode(b []byte, num protowire.Number) []byte {
+	if !*s.p {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.VarintType)
+	return protowire.AppendVarint(b, 1)
+}
+
+func (s boolValue) decode(typ protowire.Type, b []byte) (int, error) {
+	if typ != protowire.VarintType {
+		return 0, errWireType(typ)
+	}
+	v, n := protowire.ConsumeVarint(b)
+	*s.p = v != 0
+	return n, nil
+}
+
+func (s boolValue) tree() (any, bool) { return *s.p, *s.p }
+
+func (s boolValue) fromTree(v any) error {
+	t, ok := v.(bool)
+	if !ok {
+		return fmt.Errorf("expected a bool, got %T", v)
+	}
+	*s.p = t
+	return nil
+}
+
+// mapValue is a map<string, string>: repeated {key 1, value 2}.
+type mapValue struct{ p *map[string]string }
+
+func (s mapValue) encode(b []byte, num protowire.Number) []byte {
+	keys := make([]string, 0, len(*s.p))
+	for k := range *s.p {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		var e []byte
+		e = protowire.AppendTag(e, 1, protowire.BytesType)
+		e = protowire.AppendString(e, k)
+		e = protowire.AppendTag(e, 2, protowire.BytesType)
+		e = protowire.AppendString(e, (*s.p)[k])
+		b = protowire.AppendTag(b, num, protowire.BytesType)
+		b = protowire.AppendBytes(b, e)
+	}
+	return b
+}
+
+func (s mapValue) decode(typ protowire.Type, b []byte) (int, error) {
+	if typ != protowire.BytesType {
+		return 0, errWireType(typ)
+	}
+	e, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return n, nil
+	}
+	var entry struct{ k, v string }
+	if err := unmarshal(e, entryFields{&entry.k, &entry.v}); err != nil {
+		return 0, err
+	}
+	if *s.p == nil {
+		*s.p = map[string]string{}
+	}
+	(*s.p)[entry.k] = entry.v
+	return n, nil
+}
+
+type entryFields struct{ k, v *string }
+
+func (e entryFields) fields() []field {
+	return []field{{1, "key", stringValue{e.k}}, {2, "value", stringValue{e.v}}}
+}
+
+func (s mapValue) tree() (any, bool) { return *s.p, len(*s.p) > 0 }
+
+func (s mapValue) fromTree(v any) error {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("expected an object, got %T", v)
+	}
+	*s.p = map[string]string{}
+	for k, e := range obj {
+		str, ok := e.(string)
+		if !ok {
+			return fmt.Errorf("key %q: expected a string, got %T", k, e)
+		}
+		(*s.p)[k] = str
+	}
+	return nil
+}
+
+// Messages.
+
+// msgPtr is P, a sub-message, set or not: *T in Go.
+type msgPtr[T any, P interface {
+	*T
+	message
+}] struct{ p *P }
+
+func (s msgPtr[T, P]) encode(b []byte, num protowire.Number) []byte {
+	if *s.p == nil {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, marshal(*s.p))
+}
+
+func (s msgPtr[T, P]) decode(typ protowire.Type, b []byte) (int, error) {
+	if typ != protowire.BytesType {
+		return 0, errWireType(typ)
+	}
+	v, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return n, nil
+	}
+	if *s.p == nil {
+		*s.p = new(T)
+	}
+	return n, unmarshal(v, *s.p)
+}
+
+func (s msgPtr[T, P]) tree() (any, bool) {
+	if *s.p == nil {
+		return nil, false
+	}
+	return toTree(*s.p), true
+}
+
+func (s msgPtr[T, P]) fromTree(v any) error {
+	*s.p = new(T)
+	return fromTree(v, *s.p)
+}
+
+// msgValue is a sub-message held by value: sent when it is not empty.
+type msgValue struct{ m message }
+
+func (s msgValue) encode(b []byte, num protowire.Number) []byte {
+	e := marshal(s.m)
+	if len(e) == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, e)
+}
+
+func (s msgValue) decode(typ protowire.Type, b []byte) (int, error) {
+	if typ != protowire.BytesType {
+		return 0, errWireType(typ)
+	}
+	v, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return n, nil
+	}
+	return n, unmarshal(v, s.m)
+}
+
+func (s msgValue) tree() (any, bool) {
+	t := toTree(s.m)
+	return t, len(t) > 0
+}
+
+func (s msgValue) fromTree(v any) error { return fromTree(v, s.m) }
+
+// msgList is a repeated sub-message: []T in Go.
+type msgList[T any, P interface {
+	*T
+	message
+}] struct{ p *[]T }
+
+func (s msgList[T, P]) encode(b []byte, num protowire.Number) []byte {
+	for i := range *s.p {
+		b = protowire.AppendTag(b, num, protowire.BytesType)
+		b = protowire.AppendBytes(b, marshal(P(&(*s.p)[i])))
+	}
+	return b
+}
+
+func (s msgList[T, P]) decode(typ protowire.Type, b []byte) (int, error) {
+	if typ != protowire.BytesType {
+		return 0, errWireType(typ)
+	}
+	v, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return n, nil
+	}
+	var e T
+	if err := unmarshal(v, P(&e)); err != nil {
+		return 0, err
+	}
+	*s.p = append(*s.p, e)
+	return n, nil
+}
+
+func (s msgList[T, P]) tree() (any, bool) {
+	list := make([]tree, len(*s.p))
+	for i := range *s.p {
+		list[i] = toTree(P(&(*s.p)[i]))
+	}
+	return list, len(list) > 0
+}
+
+func (s msgList[T, P]) fromTree(v any) error {
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("expected a list, got %T", v)
+	}
+	for _, e := range list {
+		var m T
+		if err := fromTree(e, P(&m)); err != nil {
+			return err
+		}
+		*s.p = append(*s.p, m)
+	}
+	return nil
+}
+
+// timeValue is a google.protobuf.Timestamp {seconds 1, nanos 2}, shown
+// as RFC 3339.
+type timeValue struct{ p *time.Time }
+
+type timestamp struct {
+	Seconds int64 // 1
+	Nanos   int32 // 2
+}
+
+func (t *timestamp) fields() []field {
+	return []field{{1, "seconds", uintValue[int64]{&t.Seconds}}, {2, "nanos", uintValue[int32]{&t.Nanos}}}
+}
+
+func (s timeValue) encode(b []byte, num protowire.Number) []byte {
+	if s.p.IsZero() {
+		return b
+	}
+	ts := timestamp{Seconds: s.p.Unix(), Nanos: int32(s.p.Nanosecond())}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, marshal(&ts))
+}
+
+func (s timeValue) decode(typ protowire.Type, b []byte) (int, error) {
+	if typ != protowire.BytesType {
+		return 0, errWireType(typ)
+	}
+	v, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return n, nil
+	}
+	var ts timestamp
+	if err := unmarshal(v, &ts); err != nil {
+		return 0, err
+	}
+	*s.p = time.Unix(ts.Seconds, int64(ts.Nanos)).UTC()
+	return n, nil
+}
+
+func (s timeValue) tree() (any, bool) {
+	return s.p.Format(time.RFC3339Nano), !s.p.IsZero()
+}
+
+func (s timeValue) fromTree(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("expected an RFC 3339 time, got %T", v)
+	}
+	t, err := time.Parse(time.RFC3339Nano, str)
+	*s.p = t.UTC()
+	return err
+}
+
+// anyValue is a google.protobuf.Any. Its value is shown decoded when its
+// type is one this package knows (anyTypes): as JSON for a runtime spec,
+// as a message tree for the rest.
+type anyValue struct{ p *Any }
+
+func (s anyValue) encode(b []byte, num protowire.Number) []byte {
+	if s.p.TypeURL == "" && len(s.p.Value) == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, marshal(s.p))
+}
+
+func (s anyValue) decode(typ protowire.Type, b []byte) (int, error) {
+	if typ != protowire.BytesType {
+		return 0, errWireType(typ)
+	}
+	v, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return n, nil
+	}
+	return n, unmarshal(v, s.p)
+}
+
+func (s anyValue) tree() (any, bool) {
+	if s.p.TypeURL == "" && len(s.p.Value) == 0 {
+		return nil, false
+	}
+	return s.p.tree(), true
+}
+
+func (s anyValue) fromTree(v any) error { return s.p.fromTree(v) }
+
+func errWireType(typ protowire.Type) error {
+	return fmt.Errorf("unexpected wire type %d", typ)
+}
+
+// checkLen guards conversions of lengths read from the wire.
+func checkLen(n uint64) error {
+	if n > math.MaxInt32 {
+		return fmt.Errorf("message of %d bytes is too large", n)
+	}
+	return nil
+}
