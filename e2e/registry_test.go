@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,20 +32,20 @@ const (
 // probeRepo is where the probe image lives in a test registry.
 const probeRepo = "e2e/probe"
 
-// registryTools installs, once, what startRegistry runs: Debian's
-// docker-registry (Distribution 2.8) and apache2-utils' htpasswd.
-var registryTools struct {
+// debianTools installs, once, the Debian packages that hold commands a
+// test runs.
+type debianTools struct {
 	sync.Once
 	err error
 }
 
-// requireRegistryTools fails the test when docker-registry or htpasswd is
-// missing and cannot be installed.
-func requireRegistryTools(t *testing.T) {
+// require fails the test when a command of tools (command: package) is
+// missing and cannot be installed with apt-get.
+func (d *debianTools) require(t *testing.T, tools map[string]string) {
 	t.Helper()
-	registryTools.Do(func() {
+	d.Do(func() {
 		var missing []string
-		for bin, pkg := range map[string]string{"docker-registry": "docker-registry", "htpasswd": "apache2-utils"} {
+		for bin, pkg := range tools {
 			if _, err := exec.LookPath(bin); err != nil {
 				missing = append(missing, pkg)
 			}
@@ -68,19 +69,36 @@ func requireRegistryTools(t *testing.T) {
 			}
 		}
 		if err != nil {
-			registryTools.err = fmt.Errorf("installing %s with apt-get: %v\n%s", strings.Join(missing, " "), err, out)
+			d.err = fmt.Errorf("installing %s with apt-get: %v\n%s", strings.Join(missing, " "), err, out)
 			return
 		}
-		for _, bin := range []string{"docker-registry", "htpasswd"} {
+		for bin := range tools {
 			if _, err := exec.LookPath(bin); err != nil {
-				registryTools.err = fmt.Errorf("%s is still missing after installing %s: %v", bin, strings.Join(missing, " "), err)
+				d.err = fmt.Errorf("%s is still missing after installing %s: %v", bin, strings.Join(missing, " "), err)
 				return
 			}
 		}
 	})
-	if registryTools.err != nil {
-		t.Fatalf("the registry tests need Debian's docker-registry and apache2-utils (run as root: apt-get install -y docker-registry apache2-utils): %v", registryTools.err)
+	if d.err != nil {
+		var pkgs []string
+		for _, pkg := range tools {
+			pkgs = append(pkgs, pkg)
+		}
+		slices.Sort(pkgs)
+		pkgs = slices.Compact(pkgs)
+		t.Fatalf("this test needs Debian's %s (run as root: apt-get install -y %s): %v", strings.Join(pkgs, " and "), strings.Join(pkgs, " "), d.err)
 	}
+}
+
+// registryTools installs what startRegistry runs: Debian's
+// docker-registry (Distribution 2.8) and apache2-utils' htpasswd.
+var registryTools debianTools
+
+// requireRegistryTools fails the test when docker-registry or htpasswd is
+// missing and cannot be installed.
+func requireRegistryTools(t *testing.T) {
+	t.Helper()
+	registryTools.require(t, map[string]string{"docker-registry": "docker-registry", "htpasswd": "apache2-utils"})
 }
 
 // syncBuffer is a bytes.Buffer safe for a subprocess's writes and the
