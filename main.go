@@ -16,6 +16,9 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/engine/docker"
+	"github.com/waitdaemon/waitdaemon/phase"
 )
 
 // version is stamped at build time with -X main.version=….
@@ -36,27 +39,11 @@ type cli struct {
 }
 
 // description heads --help. It lists every variable an action can set.
-const description = `Run a Tinkerbell action's work after the action has reported success.
+var description = `Run a Tinkerbell action's work after the action has reported success.
 
 As an action, waitdaemon reads its settings from the environment:
 
-  IMAGE                         the image to run after the wait (required)
-  WAIT_SECONDS                  whole seconds to wait after the action exits, 0 to 3600 (default 10)
-  WAITDAEMON_IMAGE              alias of IMAGE; when set, IMAGE passes to the user container
-  WAITDAEMON_WAIT_SECONDS       alias of WAIT_SECONDS; when set, WAIT_SECONDS passes to the user container
-  WAITDAEMON_RETRIES            re-runs of a user container that exits non-zero, 0 to 10 (default 0)
-  WAITDAEMON_FALLBACK_COMMAND   JSON array run once when the user container and its retries failed
-  WAITDAEMON_FALLBACK_IMAGE     the fallback's image (default IMAGE)
-  WAITDAEMON_LOG_TAIL           lines of the user container's output in the result, 0 to 1000 (default 20)
-  WAITDAEMON_RESULT_FILE        absolute host path where the waiter writes the result as JSON
-  WAITDAEMON_PULL_POLICY        if-not-present (default), always or never
-  WAITDAEMON_REGISTRY_USERNAME  user for the registry named in IMAGE
-  WAITDAEMON_REGISTRY_PASSWORD  its password (else DOCKER_CONFIG's config.json, default /root/.docker)
-  WAITDAEMON_DRY_RUN            true: print the whole plan, create nothing, exit 0
-  WAITDAEMON_CONTAINER          this action container's ID or name, when detection cannot find it
-  WAITDAEMON_VERBOSE            true (or 1, yes): trace every exchange with the engine on stderr
-  DOCKER_HOST                   the engine's socket, unix:///path (default unix:///var/run/docker.sock)
-
+` + phase.VariablesHelp() + `
 No WAITDAEMON_ variable reaches the user container, nor do IMAGE and WAIT_SECONDS
 unless their alias is set; DOCKER_HOST and DOCKER_CONFIG do. A WAITDAEMON_ variable
 not listed here is bad input. The action's command is the user image's command.`
@@ -67,13 +54,28 @@ type globals struct {
 	verbose        bool
 }
 
-// client returns an engine client that traces when asked to.
+// client returns a Docker client that traces when asked to.
 func (g *globals) client() *dockerapi.Client {
 	c := &dockerapi.Client{UserAgent: "waitdaemon/" + version}
 	if g.verbose {
 		c.Trace = g.stderr
 	}
 	return c
+}
+
+// engine returns the engine the phases work on; the waiter's waits longer
+// for an engine that restarts.
+func (g *globals) engine(waiter bool) (engine.Engine, error) {
+	c := g.client()
+	if waiter {
+		c.WaitForEngine = docker.WaiterWaitForEngine
+	}
+	return &docker.Engine{C: c, Log: g.stdout}, nil
+}
+
+// options are what the phases get from the command line.
+func (g *globals) options() phase.Options {
+	return phase.Options{Stdout: g.stdout, Stderr: g.stderr, Verbose: g.verbose}
 }
 
 func main() {
@@ -107,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	if err != nil {
 		if strings.Contains(err.Error(), "(from envar ") {
-			return inputError{err.Error()} // a variable of the action's
+			return engine.InputError(err.Error()) // a variable of the action's
 		}
 		return usageError{err}
 	}
@@ -116,9 +118,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 
 // Exit codes; see the README.
 const (
-	exitFailure = 1  // the engine refused or failed a request
-	exitInput   = 2  // bad input: a variable, flag or argument
-	exitUsage   = 80 // the command line did not parse
+	exitFailure = 1                // the engine refused or failed a request
+	exitInput   = engine.ExitInput // bad input: a variable, flag or argument
+	exitUsage   = 80               // the command line did not parse
 )
 
 // exitCode maps an error to the process's exit code: errors that carry

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"reflect"
 	"regexp"
@@ -10,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitdaemon/waitdaemon/internal/enginetest"
+	"github.com/waitdaemon/waitdaemon/phase"
 )
 
 // TestDeps keeps the binary shell-free and SDK-free: it must import
@@ -85,66 +87,83 @@ func TestCLIWithoutEngine(t *testing.T) {
 	}
 }
 
-// TestHelpListsEveryVariable checks --help against the action's own
-// variables, so that a new one cannot go undocumented.
-func TestHelpListsEveryVariable(t *testing.T) {
+// TestVariables checks that every variable an action can set is in the
+// one list (phase.Variables), and that --help, the reading of an
+// environment (for the action and for plan), and the check for unknown
+// variables all follow it: a variable added anywhere else, or missing from
+// any of them, fails here.
+func TestVariables(t *testing.T) {
 	out, _, code := runCLI(t, "--help")
 	if code != 0 {
 		t.Fatalf("--help exited %d", code)
 	}
-	vars := []string{"WAITDAEMON_VERBOSE", "DOCKER_HOST"}
-	ty := reflect.TypeOf(actionCmd{})
-	for i := range ty.NumField() {
-		if env := ty.Field(i).Tag.Get("env"); env != "" {
-			vars = append(vars, strings.Split(env, ",")...)
+	listed := map[string]bool{}
+	for _, v := range phase.Variables {
+		listed[v.Name] = true
+		if !regexp.MustCompile(`(?m)^\s+` + v.Name + `\s+\S`).MatchString(out) {
+			t.Errorf("--help does not list %s", v.Name)
 		}
 	}
-	if len(vars) < 15 {
-		t.Fatalf("found only %d variables: %q", len(vars), vars)
+	if len(listed) < 16 {
+		t.Fatalf("phase.Variables has only %d variables", len(listed))
 	}
-	for _, v := range vars {
-		if !regexp.MustCompile(`(?m)^\s+` + v + `\s`).MatchString(out) {
-			t.Errorf("--help does not list %s", v)
+	// The command line's own env tags (WAITDAEMON_VERBOSE) are in the list.
+	var walk func(reflect.Type)
+	walk = func(ty reflect.Type) {
+		for f := range ty.Fields() {
+			for name := range strings.SplitSeq(f.Tag.Get("env"), ",") {
+				if name != "" && !listed[name] {
+					t.Errorf("the command line reads %s, which phase.Variables does not list", name)
+				}
+			}
+			if f.Type.Kind() == reflect.Struct {
+				walk(f.Type)
+			}
 		}
 	}
-}
-
-// TestAPIVerbose is the curl-like trace against the local engine.
-func TestAPIVerbose(t *testing.T) {
-	enginetest.Require(t)
-	out, errOut, code := runCLI(t, "api", "GET", "/containers/json", "--verbose")
-	if code != 0 || !strings.HasPrefix(out, "[") {
-		t.Fatalf("api GET /containers/json: exit %d, stdout %q, stderr:\n%s", code, out, errOut)
-	}
-	for _, want := range []string{
-		`(?m)^> GET /_ping HTTP/1\.1$`,
-		`(?m)^< Api-Version: 1\.\d+$`,
-		`(?m)^> GET /v1\.\d+/containers/json HTTP/1\.1$`,
-		`(?m)^> User-Agent: waitdaemon/`,
-		`(?m)^< HTTP/1\.1 200 OK$`,
-		`(?m)^< Content-Type: application/json$`,
-		`(?m)^\[`,
-	} {
-		if !regexp.MustCompile(want).MatchString(errOut) {
-			t.Errorf("trace lacks %s:\n%s", want, errOut)
+	walk(reflect.TypeFor[cli]())
+	// Every WAITDAEMON_ variable the sources name is in the list, but for
+	// the misspelling they show.
+	for _, file := range []string{"README.md", "main.go", "phase/settings.go", "phase/one.go", "phase/two.go"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range regexp.MustCompile(`\bWAITDAEMON_[A-Z_]*[A-Z]\b`).FindAllString(string(data), -1) {
+			if !listed[name] && name != "WAITDAEMON_RETRY" {
+				t.Errorf("%s names %s, which phase.Variables does not list", file, name)
+			}
 		}
 	}
-
-	_, errOut, code = runCLI(t, "api", "GET", "/containers/waitdaemon-no-such-container/json")
-	if code != exitFailure || !strings.Contains(errOut, "404: No such container: waitdaemon-no-such-container") {
-		t.Errorf("api GET of a missing container: exit %d, stderr %q; want exit 1 and the engine's message", code, errOut)
+	// Each variable that is an input is read, and is known to the check
+	// for unknown variables; each value lands in its own input.
+	var env []string
+	for i, v := range phase.Variables {
+		env = append(env, fmt.Sprintf("%s=value-%d", v.Name, i))
 	}
-
-	out, errOut, code = runCLI(t, "api", "GET", "/v1.24/version")
-	if code != 0 || !strings.Contains(out, `"ApiVersion"`) {
-		t.Errorf("api GET /v1.24/version: exit %d, stdout %q, stderr %q", code, out, errOut)
+	in := phase.ReadInputs(env)
+	in.Env = nil
+	got := fmt.Sprintf("%+v", in)
+	for i, v := range phase.Variables {
+		value := fmt.Sprintf("value-%d", i)
+		read := strings.Contains(got, value+" ") || strings.Contains(got, value+"}")
+		switch {
+		case v.Name == "IMAGE" || v.Name == "WAIT_SECONDS":
+			// Its alias is set too, and wins.
+		case v.Name == "WAITDAEMON_VERBOSE" || v.Name == "DOCKER_HOST":
+			if read {
+				t.Errorf("%s is read by the command line or the engine's client, yet ReadInputs took it", v.Name)
+			}
+		case !read:
+			t.Errorf("ReadInputs does not read %s", v.Name)
+		}
 	}
-}
-
-func TestVersion(t *testing.T) {
-	enginetest.Require(t)
-	out, errOut, code := runCLI(t, "version")
-	if code != 0 || !regexp.MustCompile(`(?m)^engine: linux \S+, API 1\.\d+ \(minimum 1\.\d+\), using 1\.\d+$`).MatchString(out) {
-		t.Errorf("version: exit %d, stdout %q, stderr %q", code, out, errOut)
+	for _, name := range phase.Known() {
+		if !listed[name] {
+			t.Errorf("phase.Known() has %s, which phase.Variables does not list", name)
+		}
+	}
+	if _, err := phase.ReadInputs([]string{"IMAGE=alpine", "WAITDAEMON_RETRIES=1", "WAITDAEMON_DRY_RUN=true", "WAITDAEMON_VERBOSE=1", "WAITDAEMON_CONTAINER=x"}).Validate(); err != nil {
+		t.Errorf("known variables refused: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/imageref"
 	"github.com/waitdaemon/waitdaemon/internal/rr"
 )
 
@@ -219,7 +220,7 @@ func TestPull(t *testing.T) {
 	c := client(t, "docker-20.10", "Pull")
 	ctx := ctx(t)
 	var statuses []string
-	good, _ := dockerapi.ParseReference(registry + "/rr/good:1")
+	good, _ := imageref.Parse(registry + "/rr/good:1")
 	err := c.ImagePull(ctx, good, nil, func(m dockerapi.PullMessage) { statuses = append(statuses, m.Status) })
 	if err != nil {
 		t.Fatal(err)
@@ -231,14 +232,14 @@ func TestPull(t *testing.T) {
 		t.Errorf("ImageInspect() after the pull: %v", err)
 	}
 
-	broken, _ := dockerapi.ParseReference(registry + "/rr/broken:1")
+	broken, _ := imageref.Parse(registry + "/rr/broken:1")
 	err = c.ImagePull(ctx, broken, nil, nil)
 	var apiErr *dockerapi.Error
 	if err == nil || errors.As(err, &apiErr) || !strings.Contains(err.Error(), "unknown blob") {
 		t.Errorf("ImagePull(broken) error = %v, want the stream's own error (unknown blob), not a status", err)
 	}
 
-	missing, _ := dockerapi.ParseReference(registry + "/rr/missing:1")
+	missing, _ := imageref.Parse(registry + "/rr/missing:1")
 	err = c.ImagePull(ctx, missing, nil, nil)
 	if !errors.As(err, &apiErr) || apiErr.Status < 400 || !strings.Contains(apiErr.Message, "manifest unknown") {
 		t.Errorf("ImagePull(missing) error = %v, want a status error saying manifest unknown", err)

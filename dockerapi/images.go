@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/waitdaemon/waitdaemon/imageref"
 	"io"
 	"net/http"
 	"net/url"
@@ -70,7 +71,7 @@ type PullMessage struct {
 // :latest, never every tag). auth may be nil. progress, when set, sees
 // every message of the stream. An error reported mid-stream, after the
 // engine already answered 200, is returned as an error.
-func (c *Client) ImagePull(ctx context.Context, ref Reference, auth *AuthConfig, progress func(PullMessage)) error {
+func (c *Client) ImagePull(ctx context.Context, ref imageref.Ref, auth *AuthConfig, progress func(PullMessage)) error {
 	q := url.Values{"fromImage": {ref.Name()}, "tag": {ref.TagOrDigest()}}
 	var h http.Header
 	if auth != nil {

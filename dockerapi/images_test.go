@@ -11,11 +11,14 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/imageref"
 	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
 
 // TestImagePullQuery checks that a pull always names a tag or a digest:
 // a bare name would pull every tag.
+const testDigest = "sha256:7cc4b5aefd1d0cadf8d97d4350462ba51c694ebca145b08d7d41b41acc8db5aa"
+
 func TestImagePullQuery(t *testing.T) {
 	cases := []struct {
 		ref       string
@@ -44,7 +47,7 @@ func TestImagePullQuery(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = io.WriteString(w, `{"status":"Status: Image is up to date"}`+"\n")
 			})
-			ref, err := dockerapi.ParseReference(tc.ref)
+			ref, err := imageref.Parse(tc.ref)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +107,7 @@ func TestImagePullErrors(t *testing.T) {
 				w.WriteHeader(tc.status)
 				_, _ = io.WriteString(w, tc.body)
 			})
-			ref, _ := dockerapi.ParseReference("127.0.0.1:5000/rr/broken:1")
+			ref, _ := imageref.Parse("127.0.0.1:5000/rr/broken:1")
 			var statuses []string
 			err := c.ImagePull(shortCtx(t), ref, nil, func(m dockerapi.PullMessage) { statuses = append(statuses, m.Status) })
 			if err == nil || err.Error() != tc.wantText {
@@ -149,7 +152,7 @@ func TestImagePullBrokenStream(t *testing.T) {
 				}
 				_, _ = io.WriteString(w, `ading"}`+"\n")
 			})
-			ref, _ := dockerapi.ParseReference("127.0.0.1:5000/rr/app:1")
+			ref, _ := imageref.Parse("127.0.0.1:5000/rr/app:1")
 			err := c.ImagePull(shortCtx(t), ref, nil, nil)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr) {
 				t.Errorf("ImagePull() error = %v, want %q", err, tc.wantErr)

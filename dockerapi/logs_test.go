@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -156,4 +158,12 @@ func TestContainerLogs(t *testing.T) {
 			t.Errorf("ContainerLogs() error (-want +got):\n-%s\n+%v", want, err)
 		}
 	})
+}
+
+// short quotes s, shortened when it is long.
+func short(s string) string {
+	if len(s) <= 80 {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%q...%q (%d bytes)", s[:40], s[len(s)-30:], len(s))
 }

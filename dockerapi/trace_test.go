@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/imageref"
 	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
 
@@ -150,7 +151,7 @@ func TestTraceRedactsAuth(t *testing.T) {
 			})
 			var trace traceBuffer
 			c.Trace = &trace
-			ref, err := dockerapi.ParseReference("127.0.0.1:5000/rr/good:1")
+			ref, err := imageref.Parse("127.0.0.1:5000/rr/good:1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,7 +214,7 @@ func TestTraceStreams(t *testing.T) {
 	})
 	var trace traceBuffer
 	c.Trace = &trace
-	ref, _ := dockerapi.ParseReference("127.0.0.1:5000/rr/good:1")
+	ref, _ := imageref.Parse("127.0.0.1:5000/rr/good:1")
 	var statuses []string
 	var traceAtFirst string
 	err := c.ImagePull(shortCtx(t), ref, nil, func(m dockerapi.PullMessage) {

@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"bytes"
@@ -7,10 +7,14 @@ import (
 	"time"
 )
 
-// logEvent writes one JSON line: the time, what happened, then the fields
-// of details (a struct or map) at the top level. In HookOS container
-// output reaches syslog, and so the operator.
-func logEvent(w io.Writer, msg string, details any) {
+// Log writes one line of waitdaemon's output, JSON: the time, what
+// happened, then the fields of details (a struct or map) at the top
+// level. Container output reaches the operator: through syslog on
+// HookOS, through the task's log file on CaptainOS. A nil w is silence.
+func Log(w io.Writer, msg string, details any) {
+	if w == nil {
+		return
+	}
 	head, _ := json.Marshal(struct {
 		Time string `json:"time"`
 		Msg  string `json:"msg"`

@@ -1,9 +1,8 @@
-package main
+package docker
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -111,8 +110,8 @@ func TestTail(t *testing.T) {
 		{"no newline at the end", 1, []string{"no newline at the end"}},
 	}
 	for _, tc := range cases {
-		if got := tail(tc.in, tc.n); !slices.Equal(got, tc.want) {
-			t.Errorf("tail(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		if got := Tail(tc.in, tc.n); !slices.Equal(got, tc.want) {
+			t.Errorf("Tail(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
 	}
 }
@@ -164,19 +163,20 @@ func TestActionExited(t *testing.T) {
 				fmt.Fprintf(w, `{"Id":"act","State":{"Running":%v,"FinishedAt":%q}}`, running, finished.Format(time.RFC3339Nano))
 			})
 			c := &dockerapi.Client{Socket: rr.Serve(t, mux)}
-			w := &waiterCmd{ActionContainer: "act"}
+			e := &Engine{C: c}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			began := time.Now()
-			exited, removed, err := w.actionExited(ctx, c, &globals{stdout: io.Discard, stderr: io.Discard})
+			exit, err := e.ActionExited(ctx, "act")
+			exited, removed := exit.At, exit.Removed
 			if err != nil || removed != tc.wantRemoved {
-				t.Fatalf("actionExited() = %v, removed %v, %v; want removed %v", exited, removed, err, tc.wantRemoved)
+				t.Fatalf("ActionExited() = %v, removed %v, %v; want removed %v", exited, removed, err, tc.wantRemoved)
 			}
 			if !tc.wantExited.IsZero() && !exited.Equal(tc.wantExited) {
-				t.Errorf("actionExited() = %v, want the engine's FinishedAt %v", exited, tc.wantExited)
+				t.Errorf("ActionExited() = %v, want the engine's FinishedAt %v", exited, tc.wantExited)
 			}
 			if took := time.Since(began); took > 2*time.Second {
-				t.Errorf("actionExited() took %v", took)
+				t.Errorf("ActionExited() took %v", took)
 			}
 		})
 	}

@@ -1,14 +1,16 @@
-package main
+package phase
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/imageref"
 )
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -26,66 +28,58 @@ func TestRegistryAuth(t *testing.T) {
 		user, pass string
 		config     *string // config.json's content; nil: no file
 		ref        string
-		want       *dockerapi.AuthConfig
+		want       *engine.Auth
 		wantErr    string // in the error; "" means no error
 		wantCode   int    // exitCode of the error
 	}{
 		{
 			name: "environment pair", user: "bob", pass: password, ref: private,
-			want: &dockerapi.AuthConfig{Username: "bob", Password: password, ServerAddress: "registry.example:5000"},
+			want: &engine.Auth{Username: "bob", Password: password, Registry: "registry.example:5000"},
 		},
 		{
 			name: "environment pair for Docker Hub", user: "bob", pass: password, ref: "alpine:3.20",
-			want: &dockerapi.AuthConfig{Username: "bob", Password: password, ServerAddress: hubKey},
+			want: &engine.Auth{Username: "bob", Password: password, Registry: "docker.io"},
 		},
 		{
 			name: "environment pair wins over config.json", user: "bob", pass: password, ref: private,
 			config: ptr(fmt.Sprintf(`{"auths":{"registry.example:5000":{"auth":%q}}}`, b64("alice:other"))),
-			want:   &dockerapi.AuthConfig{Username: "bob", Password: password, ServerAddress: "registry.example:5000"},
-		},
-		{
-			name: "only the username", user: "bob", ref: private,
-			wantErr: "WAITDAEMON_REGISTRY_USERNAME and WAITDAEMON_REGISTRY_PASSWORD: expected both or neither", wantCode: exitInput,
-		},
-		{
-			name: "only the password", pass: password, ref: private,
-			wantErr: "WAITDAEMON_REGISTRY_USERNAME and WAITDAEMON_REGISTRY_PASSWORD: expected both or neither", wantCode: exitInput,
+			want:   &engine.Auth{Username: "bob", Password: password, Registry: "registry.example:5000"},
 		},
 		{
 			name:   "config.json auth for the registry",
 			config: ptr(fmt.Sprintf(`{"auths":{"other.example":{"auth":%q},"registry.example:5000":{"auth":%q}}}`, b64("eve:nope"), b64("alice:"+password))),
 			ref:    private,
-			want:   &dockerapi.AuthConfig{Username: "alice", Password: password, ServerAddress: "registry.example:5000"},
+			want:   &engine.Auth{Username: "alice", Password: password, Registry: "registry.example:5000"},
 		},
 		{
 			name:   "config.json key with a scheme and a path",
 			config: ptr(fmt.Sprintf(`{"auths":{"https://registry.example:5000/v2/":{"auth":%q}}}`, b64("alice:"+password))),
 			ref:    private,
-			want:   &dockerapi.AuthConfig{Username: "alice", Password: password, ServerAddress: "registry.example:5000"},
+			want:   &engine.Auth{Username: "alice", Password: password, Registry: "registry.example:5000"},
 		},
 		{
 			name:   "a password with a colon",
 			config: ptr(fmt.Sprintf(`{"auths":{"registry.example:5000":{"auth":%q}}}`, b64("alice:"+password+":x"))),
 			ref:    private,
-			want:   &dockerapi.AuthConfig{Username: "alice", Password: password + ":x", ServerAddress: "registry.example:5000"},
+			want:   &engine.Auth{Username: "alice", Password: password + ":x", Registry: "registry.example:5000"},
 		},
 		{
 			name:   "config.json identity token",
 			config: ptr(`{"auths":{"registry.example:5000":{"identitytoken":"tok-123"}}}`),
 			ref:    private,
-			want:   &dockerapi.AuthConfig{IdentityToken: "tok-123", ServerAddress: "registry.example:5000"},
+			want:   &engine.Auth{IdentityToken: "tok-123", Registry: "registry.example:5000"},
 		},
 		{
 			name:   "Docker Hub key for a bare image name",
 			config: ptr(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, hubKey, b64("hubuser:"+password))),
 			ref:    "alpine",
-			want:   &dockerapi.AuthConfig{Username: "hubuser", Password: password, ServerAddress: hubKey},
+			want:   &engine.Auth{Username: "hubuser", Password: password, Registry: "docker.io"},
 		},
 		{
 			name:   "Docker Hub key for docker.io/library/alpine",
 			config: ptr(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, hubKey, b64("hubuser:"+password))),
 			ref:    "docker.io/library/alpine:3.20",
-			want:   &dockerapi.AuthConfig{Username: "hubuser", Password: password, ServerAddress: hubKey},
+			want:   &engine.Auth{Username: "hubuser", Password: password, Registry: "docker.io"},
 		},
 		{
 			name:   "Docker Hub key does not match a private registry",
@@ -119,19 +113,19 @@ func TestRegistryAuth(t *testing.T) {
 			name:    "malformed config.json",
 			config:  ptr(`{"auths":{"registry.example:5000":`),
 			ref:     private,
-			wantErr: "config.json: expected a Docker config.json with \"auths\"", wantCode: exitInput,
+			wantErr: "config.json: expected a Docker config.json with \"auths\"", wantCode: engine.ExitInput,
 		},
 		{
 			name:    "auth that is not base64",
 			config:  ptr(`{"auths":{"registry.example:5000":{"auth":"!!not base64!!"}}}`),
 			ref:     private,
-			wantErr: `config.json: the auth of "registry.example:5000": expected base64 of user:password`, wantCode: exitInput,
+			wantErr: `config.json: the auth of "registry.example:5000": expected base64 of user:password`, wantCode: engine.ExitInput,
 		},
 		{
 			name:    "auth without a colon",
 			config:  ptr(fmt.Sprintf(`{"auths":{"registry.example:5000":{"auth":%q}}}`, b64("alice"))),
 			ref:     private,
-			wantErr: `config.json: the auth of "registry.example:5000": expected base64 of user:password`, wantCode: exitInput,
+			wantErr: `config.json: the auth of "registry.example:5000": expected base64 of user:password`, wantCode: engine.ExitInput,
 		},
 		{
 			name: "no config.json",
@@ -147,14 +141,15 @@ func TestRegistryAuth(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ref, err := dockerapi.ParseReference(tc.ref)
+			ref, err := imageref.Parse(tc.ref)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := registryAuth(tc.user, tc.pass, dir, ref)
+			s := Settings{Image: ref, RegistryConfig: dir, registry: credentials{tc.user, tc.pass}}
+			got, err := s.Auth(ref)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || exitCode(err) != tc.wantCode {
-					t.Fatalf("registryAuth = %v, %v (exit code %d), want an error with %q and exit code %d", got, err, exitCode(err), tc.wantErr, tc.wantCode)
+					t.Fatalf("Auth = %v, %v (exit code %d), want an error with %q and exit code %d", got, err, exitCode(err), tc.wantErr, tc.wantCode)
 				}
 				if tc.config != nil && !strings.Contains(err.Error(), file) {
 					t.Errorf("error %q does not name the file %s", err, file)
@@ -165,15 +160,15 @@ func TestRegistryAuth(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("registryAuth: %v", err)
+				t.Fatalf("Auth: %v", err)
 			}
 			switch {
 			case tc.want == nil && got != nil:
-				t.Fatalf("registryAuth = %s, want nil (anonymous)", got)
+				t.Fatalf("Auth = %s, want nil (anonymous)", got)
 			case tc.want != nil && got == nil:
-				t.Fatalf("registryAuth = nil, want %s", tc.want)
+				t.Fatalf("Auth = nil, want %s", tc.want)
 			case tc.want != nil && *got != *tc.want:
-				t.Fatalf("registryAuth = %+v, want %+v", fields(*got), fields(*tc.want))
+				t.Fatalf("Auth = %+v, want %+v", fields(*got), fields(*tc.want))
 			}
 			if got != nil {
 				noPassword(t, *got, password)
@@ -184,14 +179,14 @@ func TestRegistryAuth(t *testing.T) {
 
 // TestRegistryAuthFiles covers config.json paths that are not a file.
 func TestRegistryAuthFiles(t *testing.T) {
-	ref, err := dockerapi.ParseReference("registry.example:5000/team/app:1")
+	ref, err := imageref.Parse("registry.example:5000/team/app:1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Run("missing DOCKER_CONFIG directory", func(t *testing.T) {
-		got, err := registryAuth("", "", filepath.Join(t.TempDir(), "nonexistent"), ref)
+		got, err := Settings{Image: ref, RegistryConfig: filepath.Join(t.TempDir(), "nonexistent")}.Auth(ref)
 		if got != nil || err != nil {
-			t.Fatalf("registryAuth = %v, %v; want nil, nil", got, err)
+			t.Fatalf("Auth = %v, %v; want nil, nil", got, err)
 		}
 	})
 	t.Run("config.json that cannot be read", func(t *testing.T) {
@@ -199,53 +194,62 @@ func TestRegistryAuthFiles(t *testing.T) {
 		if err := os.Mkdir(filepath.Join(dir, "config.json"), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		got, err := registryAuth("", "", dir, ref)
+		got, err := Settings{Image: ref, RegistryConfig: dir}.Auth(ref)
 		if got != nil || err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "config.json")) {
-			t.Fatalf("registryAuth = %v, %v; want an error naming the file", got, err)
+			t.Fatalf("Auth = %v, %v; want an error naming the file", got, err)
 		}
 	})
 }
 
-// TestAuthConfigNeverPrintsThePassword formats credentials every way a
-// log line or an error might.
-func TestAuthConfigNeverPrintsThePassword(t *testing.T) {
-	for _, a := range []dockerapi.AuthConfig{
-		{Username: "bob", Password: "pa55-w0rd-unit", ServerAddress: "registry.example:5000"},
-		{Username: "bob", Password: "pa55-w0rd-unit", IdentityToken: "pa55-w0rd-unit", ServerAddress: "https://index.docker.io/v1/"},
-		{IdentityToken: "pa55-w0rd-unit", ServerAddress: "registry.example:5000"},
+// TestAuthNeverPrintsThePassword formats credentials every way a log
+// line, a plan or an error might.
+func TestAuthNeverPrintsThePassword(t *testing.T) {
+	for _, a := range []engine.Auth{
+		{Username: "bob", Password: "pa55-w0rd-unit", Registry: "registry.example:5000"},
+		{Username: "bob", Password: "pa55-w0rd-unit", IdentityToken: "pa55-w0rd-unit", Registry: "docker.io"},
+		{IdentityToken: "pa55-w0rd-unit", Registry: "registry.example:5000"},
 	} {
 		noPassword(t, a, "pa55-w0rd-unit")
 	}
-	s := settings{pullPolicy: pullAlways, auth: &dockerapi.AuthConfig{Username: "bob", Password: "pa55-w0rd-unit", ServerAddress: "registry.example:5000"}}
-	s.image, _ = dockerapi.ParseReference("registry.example:5000/team/app:1")
-	p, err := decidePull(t.Context(), nil, s) // "always" decides without the engine
+	ref, _ := imageref.Parse("registry.example:5000/team/app:1")
+	s := Settings{Image: ref, PullPolicy: PullAlways, RegistryConfig: t.TempDir(), registry: credentials{"bob", "pa55-w0rd-unit"}}
+	p, err := decidePull(t.Context(), nil, s, ref) // "always" decides without the engine
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Decision != "pull" || p.Auth != "credentials for registry.example:5000 (user bob)" {
-		t.Errorf("pull plan = %+v, want decision pull and auth %q", p, "credentials for registry.example:5000 (user bob)")
+	if p.Decision != decisionPull || p.Auth != "bob@registry.example:5000" {
+		t.Errorf("pull plan = %+v, want decision pull and auth %q", p, "bob@registry.example:5000")
 	}
 	var b strings.Builder
-	logEvent(&b, "handed off", handoff{Pull: []pullPlan{p}})
+	logEvent(&b, "handed off", Handoff{Pull: []pullPlan{p}})
 	if strings.Contains(b.String(), "pa55-w0rd-unit") {
 		t.Errorf("the hand-off line holds the password: %s", b.String())
 	}
 }
 
 // noPassword checks every way a might be printed.
-func noPassword(t *testing.T, a dockerapi.AuthConfig, password string) {
+func noPassword(t *testing.T, a engine.Auth, password string) {
 	t.Helper()
-	for _, s := range []string{a.String(), a.GoString(), fmt.Sprint(a), fmt.Sprintf("%v %+v %#v %s", a, a, a, a), fmt.Sprintf("%v %+v %#v %s", &a, &a, &a, &a), fmt.Errorf("pulling: %v", a).Error()} {
+	for _, s := range []string{a.String(), a.GoString(), fmt.Sprintf("%v %+v %#v %s", &a, &a, &a, &a), fmt.Errorf("pulling: %v", &a).Error()} {
 		if strings.Contains(s, password) {
 			t.Errorf("%s holds the password", s)
 		}
 	}
 }
 
-// fields shows an AuthConfig's fields in a failure message (String hides
-// them on purpose).
-func fields(a dockerapi.AuthConfig) string {
-	return fmt.Sprintf("{Username:%q Password:%q IdentityToken:%q ServerAddress:%q}", a.Username, a.Password, a.IdentityToken, a.ServerAddress)
+// fields shows an Auth's fields in a failure message (String hides them
+// on purpose).
+func fields(a engine.Auth) string {
+	return fmt.Sprintf("{Username:%q Password:%q IdentityToken:%q Registry:%q}", a.Username, a.Password, a.IdentityToken, a.Registry)
+}
+
+// exitCode is the exit code err carries, as main reads it; 1 without one.
+func exitCode(err error) int {
+	var e interface{ ExitCode() int }
+	if errors.As(err, &e) {
+		return e.ExitCode()
+	}
+	return 1
 }
 
 func ptr[T any](v T) *T { return &v }

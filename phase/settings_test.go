@@ -1,6 +1,7 @@
-package main
+package phase
 
 import (
+	"github.com/waitdaemon/waitdaemon/engine"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,7 +37,7 @@ func FuzzWaitSeconds(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		n, err := wholeNumber(in, defaultWaitSeconds, maxWaitSeconds, "seconds")
+		n, err := wholeNumber(in, DefaultWaitSeconds, MaxWaitSeconds, "seconds")
 		trimmed := strings.TrimSpace(in)
 		if err != nil {
 			if n != 0 {
@@ -44,11 +45,11 @@ func FuzzWaitSeconds(f *testing.F) {
 			}
 			return
 		}
-		if n < 0 || n > maxWaitSeconds {
+		if n < 0 || n > MaxWaitSeconds {
 			t.Fatalf("wholeNumber(%q) = %d, out of bounds", in, n)
 		}
 		if trimmed == "" {
-			if n != defaultWaitSeconds {
+			if n != DefaultWaitSeconds {
 				t.Errorf("wholeNumber(%q) = %d, want the default", in, n)
 			}
 			return
@@ -83,11 +84,11 @@ func TestUnknownVariables(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), tc.want) || exitCode(err) != exitInput {
-			t.Errorf("unknownVariables(%q) = %v (exit %d), want %q (exit %d)", tc.env, err, exitCode(err), tc.want, exitInput)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || exitCode(err) != engine.ExitInput {
+			t.Errorf("unknownVariables(%q) = %v (exit %d), want %q (exit %d)", tc.env, err, exitCode(err), tc.want, engine.ExitInput)
 		}
 	}
-	if got := variables(); len(got) != 13 || !slices.Contains(got, "WAITDAEMON_VERBOSE") || !slices.Contains(got, "WAITDAEMON_IMAGE") {
-		t.Errorf("variables() = %q, want the 13 of --help", got)
+	if got := Known(); len(got) != 13 || !slices.Contains(got, "WAITDAEMON_VERBOSE") || !slices.Contains(got, "WAITDAEMON_IMAGE") {
+		t.Errorf("Known() = %q, want the 13 of --help", got)
 	}
 }

@@ -1,13 +1,17 @@
-package dockerapi
+// Package imageref parses image references the way Docker and containerd
+// read them, [domain[:port]/]path[:tag][@digest], and names their parts:
+// the registry to pull from (and so whose credentials apply), the name and
+// the tag or digest, and the fully qualified form containerd wants.
+package imageref
 
 import (
 	"fmt"
 	"strings"
 )
 
-// Reference is a parsed image reference:
+// Ref is a parsed image reference:
 // [domain[:port]/]path[:tag][@algorithm:hex].
-type Reference struct {
+type Ref struct {
 	Domain string // empty for Docker Hub short names
 	Path   string // "library/alpine", "alpine", "org/tool"
 	Tag    string
@@ -17,15 +21,15 @@ type Reference struct {
 // DockerHub is the registry host implied by a reference with no domain.
 const DockerHub = "docker.io"
 
-// ParseReference parses an image reference the way the engine does.
-func ParseReference(s string) (Reference, error) {
-	bad := func(why string) (Reference, error) {
-		return Reference{}, fmt.Errorf("image reference %q: %s; expected NAME[:TAG][@DIGEST], like alpine:3.20 or registry.example:5000/tools/reboot:v1", s, why)
+// Parse parses an image reference the way the engines do.
+func Parse(s string) (Ref, error) {
+	bad := func(why string) (Ref, error) {
+		return Ref{}, fmt.Errorf("image reference %q: %s; expected NAME[:TAG][@DIGEST], like alpine:3.20 or registry.example:5000/tools/reboot:v1", s, why)
 	}
 	if s == "" {
 		return bad("it is empty")
 	}
-	var r Reference
+	var r Ref
 	rest := s
 	if name, digest, ok := strings.Cut(rest, "@"); ok {
 		if !validDigest(digest) {
@@ -61,7 +65,7 @@ func ParseReference(s string) (Reference, error) {
 }
 
 // Name is the reference without tag or digest, as written.
-func (r Reference) Name() string {
+func (r Ref) Name() string {
 	if r.Domain == "" {
 		return r.Path
 	}
@@ -69,7 +73,7 @@ func (r Reference) Name() string {
 }
 
 // Registry is the registry host the image comes from.
-func (r Reference) Registry() string {
+func (r Ref) Registry() string {
 	if r.Domain == "" || r.Domain == "index.docker.io" {
 		return DockerHub
 	}
@@ -78,7 +82,7 @@ func (r Reference) Registry() string {
 
 // TagOrDigest is what a pull must ask for: the digest, else the tag, else
 // "latest". A pull without one would fetch every tag.
-func (r Reference) TagOrDigest() string {
+func (r Ref) TagOrDigest() string {
 	switch {
 	case r.Digest != "":
 		return r.Digest
@@ -89,7 +93,7 @@ func (r Reference) TagOrDigest() string {
 }
 
 // String is the reference with an explicit tag or digest.
-func (r Reference) String() string {
+func (r Ref) String() string {
 	s := r.Name()
 	if r.Tag != "" || r.Digest == "" {
 		s += ":" + r.tagOrLatest()
@@ -100,7 +104,24 @@ func (r Reference) String() string {
 	return s
 }
 
-func (r Reference) tagOrLatest() string {
+// Qualified is the reference in full, as containerd stores images:
+// docker.io/library/alpine:3.20 for alpine:3.20.
+func (r Ref) Qualified() string {
+	path := r.Path
+	if r.Registry() == DockerHub && !strings.Contains(path, "/") {
+		path = "library/" + path
+	}
+	s := r.Registry() + "/" + path
+	if r.Tag != "" || r.Digest == "" {
+		s += ":" + r.tagOrLatest()
+	}
+	if r.Digest != "" {
+		s += "@" + r.Digest
+	}
+	return s
+}
+
+func (r Ref) tagOrLatest() string {
 	if r.Tag == "" {
 		return "latest"
 	}

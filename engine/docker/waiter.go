@@ -1,0 +1,268 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/engine"
+)
+
+// engineDir is where the waiter finds the engine socket's directory.
+const engineDir = "/run/waitdaemon-engine"
+
+// PlanWaiter plans phase 2 from our own image, with least privilege: not
+// privileged, its own pid namespace, only the socket's directory (and the
+// result file's) bound in. It shares the host's network rather than get
+// one of its own: it needs none, and a new network namespace is most of a
+// container start.
+func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
+	ctr := s.Detail.(*self).ctr
+	binds, socket := engineBind(socketSource(ctr, e.C.SocketPath()))
+	if want.Bind.Host != "" {
+		binds = append(binds, want.Bind.Host+":"+want.Bind.Container)
+	}
+	create := dockerapi.CreateRequest{
+		Config: dockerapi.Config{
+			Image:      ctr.Image,
+			Entrypoint: []string{"/waitdaemon"},
+			Cmd:        want.Args,
+			Env:        append([]string{"DOCKER_HOST=unix://" + socket}, want.Env...),
+			Labels:     want.Labels,
+		},
+		HostConfig: dockerapi.HostConfig{
+			Binds:       binds,
+			NetworkMode: "host",
+			AutoRemove:  true,
+			LogConfig:   ctr.HostConfig.LogConfig,
+		},
+	}
+	return engine.Spec{Name: want.Name, Create: &planned{CreateRequest: create}}
+}
+
+// engineBind binds the directory of the engine socket at source into the
+// waiter, read-only, and returns the socket's path there. The directory,
+// not the socket file: an engine that restarts (with live-restore, the
+// waiter lives on) unlinks its socket and makes a new one, which a bind
+// of the old file would never see.
+func engineBind(source string) (binds []string, socket string) {
+	dir, file := path.Split(source)
+	if dir == "/" || dir == "" {
+		return []string{source + ":" + dockerapi.DefaultSocket}, dockerapi.DefaultSocket
+	}
+	return []string{path.Clean(dir) + ":" + engineDir + ":ro"}, path.Join(engineDir, file)
+}
+
+// socketSource is the host path of the engine socket bound into the
+// action container at socket, itself or through a directory above it;
+// the default path when no bind says.
+func socketSource(ctr dockerapi.Container, socket string) string {
+	var binds [][2]string // source, target
+	for _, b := range ctr.HostConfig.Binds {
+		if parts := strings.Split(b, ":"); len(parts) >= 2 {
+			binds = append(binds, [2]string{parts[0], parts[1]})
+		}
+	}
+	for _, m := range ctr.HostConfig.Mounts {
+		if m.Type == "bind" {
+			binds = append(binds, [2]string{m.Source, m.Target})
+		}
+	}
+	for _, b := range binds {
+		if path.Clean(b[1]) == socket {
+			return b[0]
+		}
+	}
+	for _, b := range binds {
+		if rest, ok := strings.CutPrefix(socket, path.Clean(b[1])+"/"); ok {
+			return path.Join(b[0], rest)
+		}
+	}
+	return dockerapi.DefaultSocket
+}
+
+// WaiterWaitForEngine is how long each of the waiter's requests waits for
+// a socket that is not answering: longer than phase 1's, as the waiter
+// outlives engine restarts that phase 1 never sees.
+const WaiterWaitForEngine = time.Minute
+
+// engineLost bounds how long the waiter goes on asking an engine that
+// does not answer (restarting, say) while it waits for the action
+// container. Each ask itself waits for the socket, within the client's
+// WaitForEngine.
+const engineLost = 2 * time.Minute
+
+// exitPollFor bounds how long the waiter also polls the action
+// container's state, besides waiting on it; exitPollEvery is the pause
+// between polls.
+const (
+	exitPollFor   = 30 * time.Second
+	exitPollEvery = 100 * time.Millisecond
+)
+
+// ActionExited waits for the action container to stop, or to be gone, and
+// returns when it stopped, by the engine's clock when it can tell. Besides
+// the engine's wait, it polls the container's state for a while: Podman
+// 4.3 answers a wait 250–900 ms after the exit, by when the worker may
+// have removed the container, and its exit time with it.
+func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, error) {
+	either, stop := context.WithCancel(ctx)
+	defer stop()
+	type answer struct {
+		exit engine.Exit
+		err  error
+	}
+	waited := make(chan answer, 1)
+	go func() {
+		var a answer
+		a.exit, a.err = e.waitAction(either, id)
+		waited <- a
+	}()
+	polled := make(chan time.Time, 1)
+	go pollExit(either, e.C, id, polled)
+	select {
+	case t := <-polled:
+		stop()
+		<-waited // it ends with the cancel
+		return engine.Exit{At: t}, nil
+	case a := <-waited:
+		return a.exit, a.err
+	}
+}
+
+// pollExit inspects container every exitPollEvery, for exitPollFor at
+// most, and sends when it stopped once it has. It gives up quietly when
+// the container is gone or the engine does not answer: the wait says.
+func pollExit(ctx context.Context, c *dockerapi.Client, container string, exited chan<- time.Time) {
+	deadline := time.Now().Add(exitPollFor)
+	for time.Now().Before(deadline) && sleep(ctx, exitPollEvery) {
+		ctr, err := c.ContainerInspect(ctx, container)
+		if err != nil {
+			return
+		}
+		if ctr.State.Running {
+			continue
+		}
+		if t, ok := finishedAt(ctr, time.Now()); ok {
+			exited <- t
+		}
+		return
+	}
+}
+
+// finishedAt is when ctr stopped, if the engine says and it is before now.
+func finishedAt(ctr dockerapi.Container, now time.Time) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, ctr.State.FinishedAt)
+	return t, err == nil && t.Year() > 1 && t.Before(now)
+}
+
+// waitAction is ActionExited's wait. A wait that breaks without an answer
+// (the engine restarting under live-restore drops it) is asked again: the
+// action may well still run.
+func (e *Engine) waitAction(ctx context.Context, id string) (engine.Exit, error) {
+	var lostSince time.Time
+	now := func() (engine.Exit, error) { return engine.Exit{At: time.Now()}, nil }
+	for {
+		_, err := e.C.ContainerWait(ctx, id, dockerapi.WaitNotRunning)
+		var lost *dockerapi.TransportError
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return now()
+		case errors.Is(err, dockerapi.ErrNotFound):
+			return engine.Exit{At: time.Now(), Removed: true}, nil
+		case !errors.As(err, &lost):
+			// The engine answered, and cannot wait. Count the exit from
+			// now, unless the action still runs: then ask again.
+			if ctr, ierr := e.C.ContainerInspect(ctx, id); ierr == nil && ctr.State.Running {
+				if !sleep(ctx, time.Second) {
+					return now()
+				}
+				continue
+			}
+			return now()
+		default:
+			if lostSince.IsZero() {
+				lostSince = time.Now()
+				engine.Log(e.Log, "lost the engine while waiting for the action container; asking again", map[string]string{"error": err.Error()})
+			}
+			if time.Since(lostSince) > engineLost {
+				return engine.Exit{}, fmt.Errorf("waiting for the action container: no answer from the engine for %v: %w", engineLost, err)
+			}
+			if !sleep(ctx, time.Second) {
+				return now()
+			}
+			continue
+		}
+		break
+	}
+	at := time.Now()
+	ctr, err := e.C.ContainerInspect(ctx, id)
+	if err != nil {
+		return engine.Exit{At: at, Removed: errors.Is(err, dockerapi.ErrNotFound)}, nil
+	}
+	if t, ok := finishedAt(ctr, at); ok {
+		return engine.Exit{At: t}, nil
+	}
+	return engine.Exit{At: at}, nil
+}
+
+// staleWaits bounds how often waitRun asks again after a wait that
+// answered for an earlier run; staleWaitPause is the pause between.
+const (
+	staleWaits     = 50
+	staleWaitPause = 100 * time.Millisecond
+)
+
+// waitRun waits for container to stop and returns its inspect and exit
+// code, once they are those of the run whose start was sent at started.
+// A wait can answer for the run before: on Podman 4.3 a re-run's result
+// once came back with the earlier run's exit code and none of its own
+// output, as if read before the new run had begun. A run counts as this
+// one when the container no longer runs and the engine's StartedAt is at
+// most a second before started (re-runs are seconds apart).
+func waitRun(ctx context.Context, c *dockerapi.Client, container string, started time.Time) (dockerapi.Container, int, error) {
+	for stale := 0; ; {
+		wr, err := c.ContainerWait(ctx, container, dockerapi.WaitNotRunning)
+		if err != nil {
+			return dockerapi.Container{}, 0, fmt.Errorf("following %s: %w", container, err)
+		}
+		ctr, err := c.ContainerInspect(ctx, container)
+		if err != nil {
+			return ctr, 0, err
+		}
+		at, perr := time.Parse(time.RFC3339Nano, ctr.State.StartedAt)
+		this := perr == nil && !at.Before(started.Add(-time.Second))
+		switch {
+		case ctr.State.Running: // the wait answered early: ask again
+		case this:
+			return ctr, ctr.State.ExitCode, nil
+		default:
+			// Stopped, by the engine's clock before this run's start. A
+			// wall clock stepped back meanwhile looks the same: after
+			// staleWaits asks, take the engine's word.
+			if stale++; stale == staleWaits {
+				return ctr, wr.StatusCode, nil
+			}
+		}
+		if !sleep(ctx, staleWaitPause) {
+			return ctr, 0, ctx.Err()
+		}
+	}
+}
+
+// sleep waits d, and reports false if ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,191 @@
+// Package engine is the contract between waitdaemon's two phases and a
+// container engine. The phases (package phase) decide what happens and in
+// which order; an Engine carries it out on one kind of engine: Docker and
+// Podman's Docker-compatible API (package engine/docker), or containerd.
+// What only one engine knows (its API versions, its quirks, how it binds
+// its socket into the waiter, how it keeps a failed run) stays behind it.
+//
+// Every method is safe to call again after an error: a container that is
+// already gone counts as removed, and a create whose answer was lost
+// adopts its own container.
+package engine
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/imageref"
+)
+
+// Engine is what the phases need of a container engine.
+type Engine interface {
+	// String names the engine and its socket, for messages.
+	String() string
+
+	// Reach waits, within a bound, until the engine answers. Its error
+	// says how to mount the engine's socket into the action.
+	Reach(ctx context.Context) error
+	// Self finds and inspects the action's own container. override
+	// (WAITDAEMON_CONTAINER) names it when detection cannot.
+	Self(ctx context.Context, override string) (Self, error)
+	// Inspect reads any container as if it were the action, for plan.
+	Inspect(ctx context.Context, container string) (Self, error)
+
+	// List returns the containers labelled label=value.
+	List(ctx context.Context, label, value string) ([]Container, error)
+	// Keep keeps an earlier run's container that ran, so that its output
+	// can still be read, out of the way of this run's: under name where
+	// the engine renames, else under its own. It returns the name it is
+	// kept under.
+	Keep(ctx context.Context, c Container, name string) (string, error)
+	// Remove removes a container, running or not, with everything that
+	// goes with it. One that is not there is not an error.
+	Remove(ctx context.Context, id string) error
+
+	// HasImage reports whether the image is present.
+	HasImage(ctx context.Context, ref imageref.Ref) (bool, error)
+	// Pull pulls the image, with auth for its registry (nil: anonymous),
+	// calling progress with the bytes done so far and the total known.
+	Pull(ctx context.Context, ref imageref.Ref, auth *Auth, progress func(done, total int64)) error
+
+	// Plan plans a container like the action (self) for another image:
+	// the user container, or the fallback. It creates nothing.
+	Plan(ctx context.Context, self Self, want Want) (Spec, error)
+	// PlanWaiter plans the waiter: a container of waitdaemon's own image,
+	// with the least it needs to reach the engine.
+	PlanWaiter(self Self, want Waiter) Spec
+	// Create creates a planned container, not started, and returns its ID.
+	Create(ctx context.Context, spec Spec) (string, error)
+	// Start starts a created container.
+	Start(ctx context.Context, id string) error
+	// Output follows a container's output into w until the container
+	// stops or ctx ends.
+	Output(ctx context.Context, id string, w io.Writer) error
+
+	// ActionExited waits until the action container has stopped, or is
+	// gone, and says when that was. A ctx that ends first returns early,
+	// with no error: the caller looks at ctx.
+	ActionExited(ctx context.Context, id string) (Exit, error)
+	// Follow waits for the run of container id whose start was sent at
+	// sent to end, and returns it, with the last tail lines of its output
+	// since since (a run's FinishedAt; empty: all of this run's).
+	Follow(ctx context.Context, id string, sent time.Time, tail int, since string) (Run, error)
+}
+
+// Self is a container taken for the action.
+type Self struct {
+	ID      string
+	Name    string
+	FoundBy string   // how it was found, for the hand-off line
+	Env     []string // its environment, where the action's settings are
+	// Detail is the engine's own record of the container. Only the
+	// engine that made it reads it.
+	Detail any
+}
+
+// Container is one of waitdaemon's containers, as a list shows it.
+type Container struct {
+	ID     string
+	Name   string
+	Labels map[string]string
+	// Ran is false for a container that never started: a waiter cannot
+	// have done anything, nor a user container that was never run.
+	Ran bool
+	// State is the engine's word for it, for messages.
+	State string
+}
+
+// Want is what the phases want of a container planned from the action.
+type Want struct {
+	Name   string
+	Image  imageref.Ref
+	Labels map[string]string
+	// Command, when set, replaces the action's command, and the image's
+	// entrypoint applies: the fallback's. Nil: the action's command, by
+	// the rules of inheritance.
+	Command []string
+	// Withhold are paths of the action container whose binds and mounts
+	// do not travel: the registry config with its credentials.
+	Withhold []string
+}
+
+// Waiter is what the phases want of the waiter container.
+type Waiter struct {
+	Name   string
+	Labels map[string]string
+	Args   []string // the waitdaemon command line, from "waiter" on
+	Env    []string // besides what the engine adds to reach itself
+	// Bind, when its Host is set, binds a host directory into the waiter
+	// (the result file's).
+	Bind Bind
+}
+
+// Bind is a host directory seen inside a container.
+type Bind struct {
+	Host      string
+	Container string
+}
+
+// Spec is a planned container: the name the phases gave it, and the
+// engine's own create request, which a dry run prints.
+type Spec struct {
+	Name   string `json:"name"`
+	ID     string `json:"id,omitempty"`
+	Create any    `json:"create,omitempty"`
+}
+
+// Auth is a registry credential.
+type Auth struct {
+	Username      string
+	Password      string
+	IdentityToken string
+	// Registry is the registry it is for, as the reference names it
+	// (docker.io for Docker Hub).
+	Registry string
+}
+
+// String names the credential without its secret.
+func (a *Auth) String() string {
+	if a == nil {
+		return "anonymous"
+	}
+	who := a.Username
+	if who == "" {
+		who = "identity token"
+	}
+	return who + "@" + a.Registry
+}
+
+// GoString keeps the secret out of %#v too.
+func (a *Auth) GoString() string { return a.String() }
+
+// Exit is when the action container stopped.
+type Exit struct {
+	At time.Time
+	// Removed: the container was gone before its exit could be read, and
+	// At is when the waiter learnt so.
+	Removed bool
+}
+
+// Run is one run of a container, once it has stopped.
+type Run struct {
+	ExitCode   int
+	Image      string
+	Command    []string
+	StartedAt  string
+	FinishedAt string
+	Output     []string // the last lines
+}
+
+// ExitInput is the exit code of bad input.
+const ExitInput = 2
+
+// InputError is bad input: it names the variable or setting, shows its
+// value and says what was expected.
+type InputError string
+
+func (e InputError) Error() string { return string(e) }
+
+// ExitCode makes the process exit with ExitInput.
+func (InputError) ExitCode() int { return ExitInput }

@@ -1,0 +1,82 @@
+package phase
+
+import (
+	"io"
+	"strconv"
+
+	"github.com/waitdaemon/waitdaemon/engine"
+)
+
+// What phase 1 tells phase 2, and how every container waitdaemon makes is
+// marked: each written here once.
+
+// Labels on every container waitdaemon creates.
+const (
+	LabelRole     = "org.waitdaemon.role"      // one of the roles below
+	LabelAction   = "org.waitdaemon.action"    // the action container's name
+	LabelActionID = "org.waitdaemon.action-id" // the action container's ID
+)
+
+// Roles, in the role label.
+const (
+	RoleUser     = "user"
+	RoleFallback = "fallback"
+	RoleWaiter   = "waiter"
+)
+
+// labels marks a container of role for the action self.
+func labels(role, action, actionID string) map[string]string {
+	return map[string]string{LabelRole: role, LabelAction: action, LabelActionID: actionID}
+}
+
+// ResultDir is where the waiter sees the result file's host directory.
+const ResultDir = "/run/waitdaemon-result"
+
+// The waiter's answer to phase 1 about the result file: phase 1 waits for
+// one of these two lines, so that a result that could never be written
+// fails the action.
+const (
+	msgResultWritable   = "result file writable"
+	msgResultUnwritable = "result file not writable"
+)
+
+// WaiterArgs is the waiter's command line: everything phase 1 tells phase
+// 2. The waiter command parses it; Args writes it.
+type WaiterArgs struct {
+	UserContainer     string `required:"" help:"The user container to start."`
+	ActionContainer   string `required:"" help:"The action container whose exit starts the wait."`
+	ActionName        string `help:"The action container's name, for the result."`
+	WaitSeconds       int    `required:"" help:"Seconds to wait after the action container exits."`
+	Retries           int    `help:"Re-runs of a user container that exits non-zero."`
+	LogTail           int    `required:"" help:"Lines of output kept in the result."`
+	FallbackContainer string `help:"A container to start once when the user container and its retries failed."`
+	ResultFile        string `help:"Where to write the result, inside the waiter."`
+}
+
+// Args is the waiter's command line for w, from the command's name on.
+func (w WaiterArgs) Args() []string {
+	args := []string{"waiter",
+		"--user-container=" + w.UserContainer,
+		"--action-container=" + w.ActionContainer,
+		"--action-name=" + w.ActionName,
+		"--wait-seconds=" + strconv.Itoa(w.WaitSeconds),
+		"--retries=" + strconv.Itoa(w.Retries),
+		"--log-tail=" + strconv.Itoa(w.LogTail),
+	}
+	if w.FallbackContainer != "" {
+		args = append(args, "--fallback-container="+w.FallbackContainer)
+	}
+	if w.ResultFile != "" {
+		args = append(args, "--result-file="+w.ResultFile)
+	}
+	return args
+}
+
+// Options are what both phases get from the command line.
+type Options struct {
+	Stdout, Stderr io.Writer
+	Verbose        bool
+}
+
+// logEvent writes one line of waitdaemon's output.
+func logEvent(w io.Writer, msg string, details any) { engine.Log(w, msg, details) }

@@ -1,0 +1,331 @@
+package phase
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/engine"
+)
+
+// Handoff is phase 1's plan and what it made of it: it is the dry run's
+// output, the hand-off line, and the list of what to remove after a
+// failure.
+type Handoff struct {
+	Action   containerRef `json:"action"`
+	FoundBy  string       `json:"found_by"`
+	Pull     []pullPlan   `json:"pull"`
+	Wait     int          `json:"wait_seconds"`
+	User     engine.Spec  `json:"user_container"`
+	Fallback *engine.Spec `json:"fallback_container,omitempty"`
+	Waiter   engine.Spec  `json:"waiter"`
+	TookMS   int64        `json:"took_ms,omitempty"`
+}
+
+type containerRef struct {
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+// One is phase 1, run as the action container: validate the inputs,
+// reach the engine, find ourselves, clear an earlier run's leftovers,
+// then create the waiter and, while it starts, the user container (and
+// the fallback), pulling their images if needed; confirm the result file,
+// and log the hand-off. After a failure it removes what it made.
+func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err error) {
+	began := time.Now()
+	s, err := in.Validate()
+	if err != nil {
+		return err
+	}
+	if err := eng.Reach(ctx); err != nil {
+		return err
+	}
+	self, err := eng.Self(ctx, s.Container)
+	if err != nil {
+		return err
+	}
+	h := newHandoff(eng, self, s, o.Verbose)
+	if s.DryRun {
+		if err := h.plan(ctx, eng, s, self); err != nil {
+			return err
+		}
+		return h.print(o.Stdout)
+	}
+	if err := clearLeftovers(ctx, eng, self, o.Stdout); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			h.undo(eng, o.Stderr)
+		}
+	}()
+	// The waiter's start is the slowest step; it needs only the names of
+	// what it will start, so the user container is made while it starts.
+	// The waiter's create goes first, alone: two creates at once slow
+	// each other, and this one is on the way to the start.
+	if h.Waiter.ID, err = eng.Create(ctx, h.Waiter); err != nil {
+		return err
+	}
+	started := make(chan error, 1)
+	go func() { started <- eng.Start(ctx, h.Waiter.ID) }()
+	err = h.createUser(ctx, eng, s, self, o.Stdout)
+	if err = errors.Join(err, <-started); err != nil {
+		return err
+	}
+	if s.ResultFile != "" {
+		if err := h.confirmResultFile(ctx, eng, s.ResultFile); err != nil {
+			return err
+		}
+	}
+	h.TookMS = time.Since(began).Milliseconds()
+	h.User.Create, h.Waiter.Create = nil, nil
+	if h.Fallback != nil {
+		h.Fallback.Create = nil
+	}
+	logEvent(o.Stdout, "handed off", h)
+	return nil
+}
+
+// Plan is the dry run for any container taken as the action, with the
+// settings read from its own environment: plan --container.
+func Plan(ctx context.Context, eng engine.Engine, container string, o Options) error {
+	self, err := eng.Inspect(ctx, container)
+	if err != nil {
+		return err
+	}
+	s, err := ReadInputs(self.Env).Validate()
+	if err != nil {
+		return fmt.Errorf("container %s as an action: %w", container, err)
+	}
+	h := newHandoff(eng, self, s, o.Verbose)
+	if err := h.plan(ctx, eng, s, self); err != nil {
+		return err
+	}
+	return h.print(o.Stdout)
+}
+
+// newHandoff names what phase 1 will make, and plans the waiter.
+func newHandoff(eng engine.Engine, self engine.Self, s Settings, verbose bool) *Handoff {
+	h := &Handoff{
+		Action:  containerRef{self.ID, self.Name},
+		FoundBy: self.FoundBy,
+		Wait:    s.Wait,
+		User:    engine.Spec{Name: self.Name + "-waitdaemon-user"},
+		Waiter:  engine.Spec{Name: self.Name + "-waitdaemon-waiter"},
+	}
+	if s.FallbackImage != nil {
+		h.Fallback = &engine.Spec{Name: self.Name + "-waitdaemon-fallback"}
+	}
+	args := WaiterArgs{
+		UserContainer:   h.User.Name,
+		ActionContainer: self.ID,
+		ActionName:      self.Name,
+		WaitSeconds:     s.Wait,
+		Retries:         s.Retries,
+		LogTail:         s.LogTail,
+	}
+	if h.Fallback != nil {
+		args.FallbackContainer = h.Fallback.Name
+	}
+	want := engine.Waiter{Name: h.Waiter.Name, Labels: labels(RoleWaiter, self.Name, self.ID)}
+	if s.ResultFile != "" {
+		want.Bind = engine.Bind{Host: path.Dir(s.ResultFile), Container: ResultDir}
+		args.ResultFile = path.Join(ResultDir, path.Base(s.ResultFile))
+	}
+	if verbose {
+		want.Env = append(want.Env, "WAITDAEMON_VERBOSE=true")
+	}
+	want.Args = args.Args()
+	h.Waiter = eng.PlanWaiter(self, want)
+	return h
+}
+
+// plan decides the pulls and plans the user and fallback containers from
+// the action. It creates nothing.
+func (h *Handoff) plan(ctx context.Context, eng engine.Engine, s Settings, self engine.Self) error {
+	h.Pull = nil
+	for _, img := range s.Images() {
+		p, err := decidePull(ctx, eng, s, img)
+		if err != nil {
+			return err
+		}
+		h.Pull = append(h.Pull, p)
+	}
+	// The registry config stays with the action: its credentials were
+	// for this pull, not for the user container.
+	user, err := eng.Plan(ctx, self, engine.Want{
+		Name: h.User.Name, Image: s.Image, Labels: labels(RoleUser, self.Name, self.ID),
+		Withhold: []string{s.RegistryConfig},
+	})
+	if err != nil {
+		return err
+	}
+	h.User = user
+	if h.Fallback != nil {
+		// The fallback has the user container's settings, its own image
+		// and command, and that image's entrypoint.
+		fb, err := eng.Plan(ctx, self, engine.Want{
+			Name: h.Fallback.Name, Image: *s.FallbackImage, Labels: labels(RoleFallback, self.Name, self.ID),
+			Command: s.FallbackCommand, Withhold: []string{s.RegistryConfig},
+		})
+		if err != nil {
+			return err
+		}
+		h.Fallback = &fb
+	}
+	return nil
+}
+
+// print is the dry run's output: the plan as indented JSON, with the
+// values of secret-looking variables redacted as in the trace.
+func (h *Handoff) print(w io.Writer) error {
+	data, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", dockerapi.Redact(data))
+	return err
+}
+
+// clearLeftovers makes room for this run of the action: an earlier run's
+// waiter is removed (there are never two), its user or fallback container
+// that never started is removed, and one that ran is kept, out of the
+// way.
+func clearLeftovers(ctx context.Context, eng engine.Engine, self engine.Self, out io.Writer) error {
+	earlier, err := eng.List(ctx, LabelAction, self.Name)
+	if err != nil {
+		return err
+	}
+	for _, e := range earlier {
+		role := e.Labels[LabelRole]
+		if role == RoleWaiter || !e.Ran {
+			if err := eng.Remove(ctx, e.ID); err != nil {
+				return fmt.Errorf("removing an earlier run's %s: %w", e.Name, err)
+			}
+			logEvent(out, "removed an earlier run's container", map[string]string{"name": e.Name, "role": role, "state": e.State})
+			continue
+		}
+		kept, err := eng.Keep(ctx, e, e.Name+"-"+shortID(e.Labels[LabelActionID]))
+		if err != nil {
+			return fmt.Errorf("keeping an earlier run's %s: %w", e.Name, err)
+		}
+		logEvent(out, "kept an earlier run's container under a new name", map[string]string{"name": kept, "role": role, "state": e.State})
+	}
+	return nil
+}
+
+func shortID(id string) string { return id[:min(12, len(id))] }
+
+// createUser pulls what the plan says to, then creates the user container
+// (and the fallback), not started: the operator's settings fail now,
+// while the worker still listens.
+func (h *Handoff) createUser(ctx context.Context, eng engine.Engine, s Settings, self engine.Self, out io.Writer) error {
+	if err := h.plan(ctx, eng, s, self); err != nil {
+		return err
+	}
+	for _, p := range h.Pull {
+		if p.Decision == decisionPull {
+			if err := pull(ctx, eng, s, p.ref, out); err != nil {
+				return err
+			}
+		}
+	}
+	for _, spec := range []*engine.Spec{&h.User, h.Fallback} {
+		if spec == nil {
+			continue
+		}
+		id, err := eng.Create(ctx, *spec)
+		if err != nil {
+			return err
+		}
+		spec.ID = id
+	}
+	return nil
+}
+
+// confirmResultFile waits for the waiter to say whether it can write the
+// result file on the host, which only it can see.
+func (h *Handoff) confirmResultFile(ctx context.Context, eng engine.Engine, file string) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var answer struct{ Msg, Error string }
+	lines := &lineWriter{line: func(l []byte) {
+		var e struct{ Msg, Error string }
+		if json.Unmarshal(l, &e) == nil && (e.Msg == msgResultWritable || e.Msg == msgResultUnwritable) {
+			answer = e
+			cancel()
+		}
+	}}
+	err := eng.Output(ctx, h.Waiter.ID, lines)
+	switch {
+	case answer.Msg == msgResultWritable:
+		return nil
+	case answer.Msg == msgResultUnwritable:
+		return bad("WAITDAEMON_RESULT_FILE", file, "a file the waiter can write on the host ("+answer.Error+")")
+	case err == nil:
+		err = errors.New("it ended without a word")
+	}
+	return fmt.Errorf("the waiter did not say whether it can write WAITDAEMON_RESULT_FILE=%q: %w", file, err)
+}
+
+// lineWriter calls line with each whole line written to it.
+type lineWriter struct {
+	buf  []byte
+	line func([]byte)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := slices.Index(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.line(w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
+}
+
+// undo removes, after a failed hand-off and whatever ctx has become, what
+// phase 1 knows it made, and whatever else carries this action's ID: a
+// create whose answer never came may still have happened.
+func (h *Handoff) undo(eng engine.Engine, errOut io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	ids := []string{h.Waiter.ID, h.User.ID}
+	if h.Fallback != nil {
+		ids = append(ids, h.Fallback.ID)
+	}
+	if list, err := eng.List(ctx, LabelActionID, h.Action.ID); err == nil {
+		for _, l := range list {
+			ids = append(ids, l.ID)
+		}
+	}
+	for _, err := range removeAll(ctx, eng, ids) {
+		fmt.Fprintf(errOut, "waitdaemon: cleaning up: %v\n", err)
+	}
+}
+
+// removeAll removes the containers named, each once, and returns what
+// failed. Empty names are skipped; a container already gone is no error.
+func removeAll(ctx context.Context, eng engine.Engine, ids []string) []error {
+	var errs []error
+	seen := map[string]bool{"": true}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if err := eng.Remove(ctx, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}

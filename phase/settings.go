@@ -1,0 +1,311 @@
+package phase
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/imageref"
+	"github.com/waitdaemon/waitdaemon/inherit"
+)
+
+// Bounds and defaults of the settings; the README documents them.
+const (
+	DefaultWaitSeconds = 10
+	MaxWaitSeconds     = 3600 // a longer wait is taken for a typo (milliseconds, say)
+	DefaultLogTail     = 20
+	MaxLogTail         = 1000
+	MaxRetries         = 10
+)
+
+// Pull policies.
+const (
+	PullIfNotPresent = "if-not-present"
+	PullAlways       = "always"
+	PullNever        = "never"
+)
+
+// bad builds the InputError for variable name with value v.
+func bad(name, v, expected string) error {
+	return engine.InputError(fmt.Sprintf("%s=%q: expected %s", name, v, expected))
+}
+
+// Inputs are the action's settings as written: one field per variable.
+type Inputs struct {
+	Image, WaitSeconds, Container, LogTail, ResultFile, Retries string
+	FallbackCommand, FallbackImage, PullPolicy                  string
+	RegistryUsername, RegistryPassword, DryRun                  string
+	// Env is the whole environment they were read from.
+	Env []string
+}
+
+// Variable is one environment variable an action can set.
+type Variable struct {
+	Name string
+	Help string
+	// field is the input it sets; nil for those read elsewhere (by the
+	// command line, or by the engine's client).
+	field func(*Inputs) *string
+}
+
+// Variables are every variable an action can set, in the order --help
+// lists them. --help's table, ReadInputs and the check for unknown
+// WAITDAEMON_ variables all come from this list. An alias comes after
+// its plain name: when both are set, the alias wins.
+var Variables = []Variable{
+	{inherit.Image.Plain, "the image to run after the wait (required)", func(in *Inputs) *string { return &in.Image }},
+	{inherit.WaitSeconds.Plain, fmt.Sprintf("whole seconds to wait after the action exits, 0 to %d (default %d)", MaxWaitSeconds, DefaultWaitSeconds), func(in *Inputs) *string { return &in.WaitSeconds }},
+	{inherit.Image.Alias, "alias of IMAGE; when set, IMAGE passes to the user container", func(in *Inputs) *string { return &in.Image }},
+	{inherit.WaitSeconds.Alias, "alias of WAIT_SECONDS; when set, WAIT_SECONDS passes to the user container", func(in *Inputs) *string { return &in.WaitSeconds }},
+	{"WAITDAEMON_RETRIES", fmt.Sprintf("re-runs of a user container that exits non-zero, 0 to %d (default 0)", MaxRetries), func(in *Inputs) *string { return &in.Retries }},
+	{"WAITDAEMON_FALLBACK_COMMAND", "JSON array run once when the user container and its retries failed", func(in *Inputs) *string { return &in.FallbackCommand }},
+	{"WAITDAEMON_FALLBACK_IMAGE", "the fallback's image (default IMAGE)", func(in *Inputs) *string { return &in.FallbackImage }},
+	{"WAITDAEMON_LOG_TAIL", fmt.Sprintf("lines of the user container's output in the result, 0 to %d (default %d)", MaxLogTail, DefaultLogTail), func(in *Inputs) *string { return &in.LogTail }},
+	{"WAITDAEMON_RESULT_FILE", "absolute host path where the waiter writes the result as JSON", func(in *Inputs) *string { return &in.ResultFile }},
+	{"WAITDAEMON_PULL_POLICY", "if-not-present (default), always or never", func(in *Inputs) *string { return &in.PullPolicy }},
+	{"WAITDAEMON_REGISTRY_USERNAME", "user for the registry named in IMAGE", func(in *Inputs) *string { return &in.RegistryUsername }},
+	{"WAITDAEMON_REGISTRY_PASSWORD", "its password (else DOCKER_CONFIG's config.json, default /root/.docker)", func(in *Inputs) *string { return &in.RegistryPassword }},
+	{"WAITDAEMON_DRY_RUN", "true: print the whole plan, create nothing, exit 0", func(in *Inputs) *string { return &in.DryRun }},
+	{"WAITDAEMON_CONTAINER", "this action container's ID or name, when detection cannot find it", func(in *Inputs) *string { return &in.Container }},
+	{"WAITDAEMON_VERBOSE", "true (or 1, yes): trace every exchange with the engine on stderr", nil},
+	{"DOCKER_HOST", "the engine's socket, unix:///path (default unix:///var/run/docker.sock)", nil},
+}
+
+// VariablesHelp is the table of Variables for --help.
+func VariablesHelp() string {
+	var b strings.Builder
+	for _, v := range Variables {
+		fmt.Fprintf(&b, "  %-29s %s\n", v.Name, v.Help)
+	}
+	return b.String()
+}
+
+// ReadInputs reads the action's settings from an environment list: the
+// process's own in an action, a container's for plan.
+func ReadInputs(env []string) Inputs {
+	in := Inputs{Env: env}
+	for _, v := range Variables {
+		if v.field == nil {
+			continue
+		}
+		if value, ok := lookup(env, v.Name); ok {
+			*v.field(&in) = value
+		}
+	}
+	return in
+}
+
+// Settings are the validated inputs of phase 1.
+type Settings struct {
+	Image           imageref.Ref
+	Wait            int // seconds
+	LogTail         int
+	ResultFile      string
+	Retries         int
+	FallbackCommand []string      // nil: none
+	FallbackImage   *imageref.Ref // nil: no fallback
+	PullPolicy      string
+	Container       string // WAITDAEMON_CONTAINER
+	DryRun          bool
+	// RegistryConfig is the directory of config.json: DOCKER_CONFIG,
+	// else /root/.docker. Its bind stays with the action.
+	RegistryConfig string
+	// registry holds the WAITDAEMON_REGISTRY_ pair, for IMAGE's registry
+	// alone.
+	registry credentials
+}
+
+// DefaultDockerConfig is where config.json is looked for without
+// DOCKER_CONFIG.
+const DefaultDockerConfig = "/root/.docker"
+
+// Validate checks every input before anything is created.
+func (in Inputs) Validate() (Settings, error) {
+	var s Settings
+	if err := unknownVariables(in.Env); err != nil {
+		return s, err
+	}
+	imageVar := inherit.Image.Name(in.Env)
+	if strings.TrimSpace(in.Image) == "" {
+		return s, engine.InputError(fmt.Sprintf("%s is not set: expected the image to run after the wait, like alpine:3.20", imageVar))
+	}
+	ref, err := imageref.Parse(strings.TrimSpace(in.Image))
+	if err != nil {
+		return s, engine.InputError(fmt.Sprintf("%s: %v", imageVar, err))
+	}
+	s.Image = ref
+	if s.Wait, err = wholeNumber(in.WaitSeconds, DefaultWaitSeconds, MaxWaitSeconds, "seconds"); err != nil {
+		return s, bad(inherit.WaitSeconds.Name(in.Env), in.WaitSeconds, err.Error())
+	}
+	if s.LogTail, err = wholeNumber(in.LogTail, DefaultLogTail, MaxLogTail, "lines"); err != nil {
+		return s, bad("WAITDAEMON_LOG_TAIL", in.LogTail, err.Error())
+	}
+	if s.Retries, err = wholeNumber(in.Retries, 0, MaxRetries, "re-runs"); err != nil {
+		return s, bad("WAITDAEMON_RETRIES", in.Retries, err.Error())
+	}
+	if s.ResultFile = strings.TrimSpace(in.ResultFile); s.ResultFile != "" {
+		if !strings.HasPrefix(s.ResultFile, "/") || strings.HasSuffix(s.ResultFile, "/") || s.ResultFile != path.Clean(s.ResultFile) {
+			return s, bad("WAITDAEMON_RESULT_FILE", in.ResultFile, "an absolute path to a file on the host, like /var/lib/waitdaemon/result.json")
+		}
+	}
+	if v := strings.TrimSpace(in.FallbackCommand); v != "" {
+		if err := json.Unmarshal([]byte(v), &s.FallbackCommand); err != nil || len(s.FallbackCommand) == 0 {
+			return s, bad("WAITDAEMON_FALLBACK_COMMAND", in.FallbackCommand, `a JSON array of strings, like ["reboot","-f"]`)
+		}
+	}
+	if v := strings.TrimSpace(in.FallbackImage); v != "" {
+		fb, err := imageref.Parse(v)
+		if err != nil {
+			return s, engine.InputError(fmt.Sprintf("WAITDAEMON_FALLBACK_IMAGE: %v", err))
+		}
+		s.FallbackImage = &fb
+	} else if s.FallbackCommand != nil {
+		s.FallbackImage = &s.Image
+	}
+	switch s.PullPolicy = strings.TrimSpace(in.PullPolicy); s.PullPolicy {
+	case "":
+		s.PullPolicy = PullIfNotPresent
+	case PullIfNotPresent, PullAlways, PullNever:
+	default:
+		return s, bad("WAITDAEMON_PULL_POLICY", in.PullPolicy, "if-not-present, always or never")
+	}
+	if s.DryRun, err = boolean(in.DryRun); err != nil {
+		return s, bad("WAITDAEMON_DRY_RUN", in.DryRun, err.Error())
+	}
+	s.Container = strings.TrimSpace(in.Container)
+	s.RegistryConfig = DefaultDockerConfig
+	if dir, _ := lookup(in.Env, "DOCKER_CONFIG"); dir != "" {
+		s.RegistryConfig = dir
+	}
+	if in.RegistryUsername != "" || in.RegistryPassword != "" {
+		if in.RegistryUsername == "" || in.RegistryPassword == "" {
+			return s, engine.InputError("WAITDAEMON_REGISTRY_USERNAME and WAITDAEMON_REGISTRY_PASSWORD: expected both or neither")
+		}
+		s.registry = credentials{username: in.RegistryUsername, password: in.RegistryPassword}
+	}
+	// A config.json that cannot be read fails now, not at the pull.
+	for _, img := range s.Images() {
+		if _, err := s.Auth(img); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// Images are the images phase 1 needs: IMAGE, and the fallback's when it
+// is another.
+func (s Settings) Images() []imageref.Ref {
+	images := []imageref.Ref{s.Image}
+	if s.FallbackImage != nil && *s.FallbackImage != s.Image {
+		images = append(images, *s.FallbackImage)
+	}
+	return images
+}
+
+// wholeNumber reads a whole number of unit from 0 to limit; empty means
+// def.
+func wholeNumber(v string, def, limit int, unit string) (int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return def, nil
+	}
+	expected := fmt.Errorf("a whole number of %s from 0 to %d, like %d", unit, limit, def)
+	for _, r := range v {
+		if r < '0' || r > '9' {
+			return 0, expected
+		}
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n > limit {
+		return 0, expected
+	}
+	return n, nil
+}
+
+// boolean reads a switch as the command line reads WAITDAEMON_VERBOSE;
+// empty is false.
+func boolean(v string) (bool, error) {
+	switch strings.TrimSpace(v) {
+	case "", "false", "0", "no":
+		return false, nil
+	case "true", "1", "yes":
+		return true, nil
+	}
+	return false, fmt.Errorf("true or false")
+}
+
+// Known are the WAITDAEMON_ variables waitdaemon reads.
+func Known() []string {
+	var out []string
+	for _, v := range Variables {
+		if strings.HasPrefix(v.Name, inherit.Prefix) {
+			out = append(out, v.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unknownVariables fails on a WAITDAEMON_ variable that waitdaemon does not
+// read: a misspelt WAITDAEMON_RETRY would otherwise do nothing, silently.
+func unknownVariables(env []string) error {
+	known := Known()
+	for _, kv := range env {
+		name, v, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, inherit.Prefix) || slices.Contains(known, name) {
+			continue
+		}
+		if near := nearest(name, known); near != "" {
+			return engine.InputError(fmt.Sprintf("%s=%q: waitdaemon has no such variable; did you mean %s?", name, v, near))
+		}
+		return engine.InputError(fmt.Sprintf("%s=%q: waitdaemon has no such variable; expected one of %s", name, v, strings.Join(known, ", ")))
+	}
+	return nil
+}
+
+// nearest is the name in names closest to name by edit distance, if it is
+// at most 3 edits away.
+func nearest(name string, names []string) string {
+	best, bestD := "", 4
+	for _, n := range names {
+		if d := editDistance(name, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// lookup is the value of name in env, and whether it is there.
+func lookup(env []string, name string) (string, bool) {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,300 @@
+package phase
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/engine"
+)
+
+// Backoff between re-runs of a failed user container: retryBase, doubled
+// each time, at most retryCap.
+var (
+	retryBase = 2 * time.Second
+	retryCap  = 30 * time.Second
+)
+
+// unwritableLinger is how long a waiter that cannot write its result
+// file stays, for phase 1 to read why.
+var unwritableLinger = 30 * time.Second
+
+// waited is the waiter's account of the wait, logged when it starts the
+// user container.
+type waited struct {
+	User          string `json:"user_container"`
+	ActionExited  string `json:"action_exited"`
+	StartSent     string `json:"start_sent"`
+	Wait          int    `json:"wait_seconds"`
+	LateMS        int64  `json:"late_ms"` // start_sent - action_exited - wait
+	ActionRemoved bool   `json:"action_removed,omitempty"`
+}
+
+// result is what became of the user container: the waiter's last JSON
+// line, and the result file.
+type result struct {
+	Action   string    `json:"action"`
+	Image    string    `json:"image"`
+	Command  []string  `json:"command"`
+	ExitCode int       `json:"exit_code"`
+	Attempts []attempt `json:"attempts"`
+	Fallback *attempt  `json:"fallback,omitempty"`
+	BootID   string    `json:"boot_id,omitempty"`
+}
+
+// attempt is one run of the user container, or the fallback's.
+type attempt struct {
+	Attempt    int      `json:"attempt,omitempty"`
+	Container  string   `json:"container"`
+	Image      string   `json:"image,omitempty"`
+	Command    []string `json:"command,omitempty"`
+	ExitCode   int      `json:"exit_code"`
+	StartedAt  string   `json:"started_at,omitempty"`
+	FinishedAt string   `json:"finished_at,omitempty"`
+	LogTail    []string `json:"log_tail"`
+	Kept       bool     `json:"kept"`
+}
+
+// waiter is one run of phase 2.
+type waiter struct {
+	WaiterArgs
+	eng engine.Engine
+	o   Options
+}
+
+// Two is phase 2, run as the detached waiter container that phase 1
+// started: wait for the action container to exit, wait WaitSeconds, run
+// the user container (again, up to Retries times, while it fails; then
+// the fallback once), report, and remove what succeeded. A signal during
+// the wait cancels everything; one after the start leaves the user
+// container alone.
+func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) error {
+	w := &waiter{WaiterArgs: args, eng: eng, o: o}
+	if err := w.answerResultFile(ctx); err != nil {
+		return err
+	}
+	exit, err := eng.ActionExited(ctx, w.ActionContainer)
+	if err != nil {
+		return err
+	}
+	if !sleep(ctx, time.Until(exit.At.Add(time.Duration(w.WaitSeconds)*time.Second))) {
+		return w.cancel() // a signal during the action or the wait
+	}
+	res, err := w.runUser(ctx, exit)
+	if ctx.Err() != nil {
+		return w.leave()
+	}
+	if err != nil {
+		return err
+	}
+	return w.finish(ctx, res)
+}
+
+// answerResultFile tells phase 1 whether the result file can be written.
+func (w *waiter) answerResultFile(ctx context.Context) error {
+	if w.ResultFile == "" {
+		return nil
+	}
+	if err := writable(w.ResultFile); err != nil {
+		logEvent(w.o.Stdout, msgResultUnwritable, map[string]string{"error": err.Error()})
+		sleep(ctx, unwritableLinger) // until phase 1 has read it and removes this waiter
+		return err
+	}
+	logEvent(w.o.Stdout, msgResultWritable, map[string]string{"result_file": w.ResultFile})
+	return nil
+}
+
+// runUser runs the user container, and again while it fails, up to
+// Retries times, then the fallback once if it still failed.
+func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) {
+	var res result
+	since := ""
+	for n := 1; ; n++ {
+		if n > 1 && !sleep(ctx, min(retryBase<<(n-2), retryCap)) {
+			return res, ctx.Err()
+		}
+		what := "starting the user container (kept for inspection)"
+		if n > 1 {
+			what = "re-running the user container"
+		}
+		a, err := w.run(ctx, w.UserContainer, what, since, func(sent time.Time) {
+			if n == 1 {
+				logEvent(w.o.Stdout, "started user container", waited{
+					User: w.UserContainer, ActionExited: stamp(exit.At), StartSent: stamp(sent), Wait: w.WaitSeconds,
+					LateMS: sent.Sub(exit.At).Milliseconds() - int64(w.WaitSeconds)*1000, ActionRemoved: exit.Removed,
+				})
+			}
+		})
+		if err != nil {
+			return res, err
+		}
+		a.Attempt = n
+		res.Attempts = append(res.Attempts, a)
+		logEvent(w.o.Stdout, "user container exited", a)
+		if a.ExitCode == 0 || n > w.Retries {
+			break
+		}
+		since = a.FinishedAt // a re-run's output follows the previous run's end
+	}
+	last := res.Attempts[len(res.Attempts)-1]
+	res.ExitCode, res.Image, res.Command = last.ExitCode, last.Image, last.Command
+	if w.FallbackContainer != "" && last.ExitCode != 0 {
+		fb, err := w.run(ctx, w.FallbackContainer, "starting the fallback", "", nil)
+		if err != nil {
+			return res, err
+		}
+		res.Fallback = &fb
+		logEvent(w.o.Stdout, "fallback exited", fb)
+	}
+	return res, nil
+}
+
+// run starts container and follows the run to its end: the one path of
+// the first run, the re-runs and the fallback. started, when set, hears
+// when the start was sent.
+func (w *waiter) run(ctx context.Context, container, what, since string, started func(time.Time)) (attempt, error) {
+	sent := time.Now()
+	if err := w.eng.Start(context.WithoutCancel(ctx), container); err != nil {
+		return attempt{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if started != nil {
+		started(sent)
+	}
+	r, err := w.eng.Follow(ctx, container, sent, w.LogTail, since)
+	if err != nil {
+		return attempt{}, err
+	}
+	if r.Output == nil {
+		r.Output = []string{}
+	}
+	return attempt{
+		Container: container, Image: r.Image, Command: r.Command, ExitCode: r.ExitCode,
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, LogTail: r.Output,
+	}, nil
+}
+
+// finish logs the result, writes the result file, and removes the
+// containers that succeeded or never ran; a failed one is kept, named and
+// labelled, for its logs.
+func (w *waiter) finish(ctx context.Context, res result) error {
+	res.Action = w.ActionName
+	if id, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		res.BootID = strings.TrimSpace(string(id))
+	}
+	var remove []string
+	kept := res.ExitCode != 0
+	if !kept {
+		remove = append(remove, w.UserContainer)
+	}
+	for i := range res.Attempts {
+		res.Attempts[i].Kept = kept
+	}
+	if w.FallbackContainer != "" {
+		fbKept := res.Fallback != nil && res.Fallback.ExitCode != 0
+		if res.Fallback != nil {
+			res.Fallback.Kept = fbKept
+		}
+		if !fbKept {
+			remove = append(remove, w.FallbackContainer)
+		}
+	}
+	errs := removeAll(ctx, w.eng, remove)
+	logEvent(w.o.Stdout, "result", res)
+	if w.ResultFile != "" {
+		if err := writeResult(w.ResultFile, res); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cancel removes the containers that will now never start.
+func (w *waiter) cancel() error {
+	ctx, stop := context.WithTimeout(context.Background(), 15*time.Second)
+	defer stop()
+	errs := removeAll(ctx, w.eng, []string{w.UserContainer, w.FallbackContainer})
+	logEvent(w.o.Stdout, "cancelled during the wait; nothing was started", map[string]string{"user_container": w.UserContainer})
+	if len(errs) > 0 {
+		return fmt.Errorf("cancelled during the wait, and removing what will never start: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// leave ends the waiter after a signal once the user container runs: it
+// may well be the reboot that sent it.
+func (w *waiter) leave() error {
+	logEvent(w.o.Stdout, "stopping; the user container runs on", map[string]string{"user_container": w.UserContainer})
+	return nil
+}
+
+// writable checks that file can be written as writeResult does: a
+// temporary file in its directory, then a rename over a file that is
+// not a directory.
+func writable(file string) error {
+	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory", file)
+	}
+	tmp, err := os.CreateTemp(path.Dir(file), ".result-*.json")
+	if err != nil {
+		return err
+	}
+	tmp.Close()
+	return os.Remove(tmp.Name())
+}
+
+// writeResult writes res to file atomically: a temporary file beside it,
+// synced, then renamed over it.
+func writeResult(file string, res result) (err error) {
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(path.Dir(file), ".result-*.json")
+	if err != nil {
+		return fmt.Errorf("writing the result file: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(append(data, '\n')); err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the result file: %w", err)
+	}
+	if dir, err := os.Open(path.Dir(file)); err == nil {
+		_ = dir.Sync()
+		dir.Close()
+	}
+	return nil
+}
+
+// sleep waits d, and reports false if ctx ended first, or had already.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
