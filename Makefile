@@ -14,7 +14,7 @@ HOSTARCH := $(shell go env GOARCH)
 GOBUILD = CGO_ENABLED=0 GOOS=linux go build -trimpath -tags nethttpomithttp2 \
 	-gcflags=all=-l -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: build test image probe-image demo bench record fuzz engine clean oci push
+.PHONY: build test image probe-image demo bench record fuzz engine docker29 clean oci push
 
 build: $(foreach a,$(ARCHES),bin/waitdaemon-linux-$(a))
 
@@ -73,7 +73,12 @@ demo: engine image probe-image
 engine:
 	@scripts/engine.sh
 
-record: engine
+# A real Docker 29 beside 20.10, on a socket of its own (built and cached
+# under /var/cache/waitdaemon the first time, about 10 minutes).
+docker29:
+	@scripts/docker29.sh
+
+record: engine docker29
 	testdata/record.sh
 
 fuzz:
