@@ -1,0 +1,353 @@
+// Package ocispec plans the user's container on containerd from the
+// action's: it turns the action container's OCI runtime spec, as
+// tink-agent's containerd runtime made it, into the spec of a container
+// that runs the user's image instead, with everything the operator set on
+// the action. It is the containerd sibling of package inherit, which does
+// the same for a Docker create request, and follows the same rules where
+// the two engines meet. It does no I/O.
+//
+// What travels, untouched: the namespaces (so pid and network host or
+// not), capabilities, privileges, devices and device cgroup rules,
+// rlimits, sysctls, seccomp, AppArmor and SELinux settings, masked and
+// read-only paths, annotations, hooks, the mounts (the default ones, the
+// /run tmpfs and the operator's volumes), and every member of the spec
+// this package does not know.
+//
+// What is rebuilt:
+//   - process.args: the action's command (its args after the action
+//     image's ENTRYPOINT, which for waitdaemon is ["/waitdaemon",
+//     "action", "--"]) is the user image's command, run by the user
+//     image's ENTRYPOINT. No command runs the user image's ENTRYPOINT and
+//     CMD. Args that do not start with the action image's ENTRYPOINT
+//     replaced it, and travel whole.
+//   - process.env: the action's, less waitdaemon's control variables
+//     (inherit.Control) and the entries its image brought unchanged,
+//     merged over the user image's Env (the user image's entries first,
+//     the action's replacing them by name), as containerd merges an
+//     image's Env with a container's.
+//   - process.cwd and process.user: the user image's, unless the action's
+//     differ from what its image gave (then the operator set them, and
+//     they travel).
+//   - root.path: "rootfs"; linux.cgroupsPath: /<namespace>/<id> of the
+//     new container.
+//   - network: with no network namespace in the action's spec, the user
+//     container shares the host's network. With one, it gets a new,
+//     private network namespace (no path): the action's was made for it,
+//     and its CNI network (which tink-agent sets up on the task's own
+//     namespace, and removes with the action) does not outlive it. That
+//     namespace has a loopback interface only.
+//   - hostname: the first 12 characters of the new ID, as tink-agent and
+//     nerdctl name a container, where it has its own UTS namespace and a
+//     private network. On the host's network it has none, so a private
+//     UTS namespace keeps the copy of the host's name it starts with;
+//     with the host's UTS namespace there is nothing to set.
+//   - /etc/resolv.conf, /etc/hosts and /etc/hostname: tink-agent binds
+//     them from a temporary directory that it deletes when the action
+//     ends, so the action's binds at these paths never travel. On the
+//     host's network the user container binds the host's own three
+//     files, read-only (the files the agent copied into the action's);
+//     on a private network it binds none and sees its image's own, since
+//     it has no network to resolve names on.
+//   - withheld mounts: those at or below an Input.Withhold path (the
+//     registry config the action read its credentials from) or from at
+//     or below an Input.WithholdSources host path do not travel.
+package ocispec
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/waitdaemon/waitdaemon/inherit"
+)
+
+// Input is what a plan is made from.
+type Input struct {
+	// Spec is the action container's spec, as containerd stores it
+	// (Container.spec's value, decoded with json.Unmarshal).
+	Spec Spec
+	// Image is the config of the action container's image (waitdaemon's),
+	// whose defaults are subtracted.
+	Image ImageConfig
+	// UserImage is the config of the image the user container runs, and
+	// UserImageRef its name, for messages.
+	UserImage    ImageConfig
+	UserImageRef string
+	// Namespace is the containerd namespace the user container is made
+	// in, and ID its ID: its cgroup is /<Namespace>/<ID>.
+	Namespace string
+	ID        string
+	// Withhold are paths in the action container whose mounts (at the
+	// path or below it) do not travel: the registry config that
+	// waitdaemon reads its credentials from.
+	Withhold []string
+	// WithholdSources are host paths whose mounts (of the path or of
+	// something below it) do not travel.
+	WithholdSources []string
+}
+
+// HostFiles are the files the user container binds read-only from the
+// host, at the same paths, when it shares the host's network; on any
+// network, the action's mounts at these paths do not travel.
+var HostFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/hostname"}
+
+// The errors of a plan that the operator can act on.
+var (
+	// ErrNoCommand is a user image with neither ENTRYPOINT nor CMD, run
+	// by an action with no command.
+	ErrNoCommand = errors.New("no command: the action's command is empty and the image has no ENTRYPOINT or CMD")
+	// ErrUser is a user image whose USER needs the image's /etc/passwd
+	// or /etc/group to become numbers.
+	ErrUser = errors.New("only a numeric uid:gid, root or 0 can be used without the image's /etc/passwd")
+)
+
+// defaultEnv is the Env containerd gives a container whose image has
+// none.
+var defaultEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+
+// rootfs is the root path containerd gives every container: the bundle's
+// rootfs directory, where the task's root mounts go.
+const rootfs = "rootfs"
+
+// Plan turns the action container's spec into the spec of the user
+// container. It does not change in.Spec.
+func Plan(in Input) (Spec, error) {
+	s := in.Spec
+	switch {
+	case s.Process == nil:
+		return Spec{}, errors.New("planning from the action's spec: it has no process")
+	case s.Linux == nil:
+		return Spec{}, errors.New("planning from the action's spec: it has no linux section")
+	case in.ID == "":
+		return Spec{}, errors.New("planning the user container: no container ID")
+	case in.Namespace == "":
+		return Spec{}, errors.New("planning the user container: no containerd namespace")
+	}
+
+	p := *s.Process
+	var err error
+	if p.Args, err = command(p.Args, in.Image, in.UserImage); err != nil {
+		return Spec{}, fmt.Errorf("user image %s: %w", in.UserImageRef, err)
+	}
+	p.Env = userEnv(p.Env, in.Image.Env, in.UserImage.Env)
+	if dir(p.Cwd) == dir(in.Image.WorkingDir) {
+		p.Cwd = dir(in.UserImage.WorkingDir)
+	}
+	if p.User, err = user(p.User, in.Image.User, in.UserImage.User); err != nil {
+		return Spec{}, fmt.Errorf("user image %s: USER %q: %w", in.UserImageRef, in.UserImage.User, err)
+	}
+	s.Process = &p
+
+	if s.Root != nil {
+		r := *s.Root
+		r.Path = rootfs
+		s.Root = &r
+	} else {
+		s.Root = &Root{Path: rootfs}
+	}
+
+	l := *s.Linux
+	hostNet := HostNetwork(in.Spec)
+	l.Namespaces = nil
+	for _, ns := range in.Spec.Linux.Namespaces {
+		if ns.Type == NetworkNamespace {
+			ns = Namespace{Type: NetworkNamespace}
+		}
+		l.Namespaces = append(l.Namespaces, ns)
+	}
+	l.CgroupsPath = "/" + in.Namespace + "/" + in.ID
+	s.Linux = &l
+
+	s.Hostname = ""
+	if !hostNet && slices.ContainsFunc(l.Namespaces, func(ns Namespace) bool { return ns.Type == UTSNamespace }) {
+		s.Hostname = in.ID[:min(12, len(in.ID))]
+	}
+
+	s.Mounts = mounts(in.Spec.Mounts, in.Withhold, in.WithholdSources, hostNet)
+	return s, nil
+}
+
+// HostNetwork reports whether a container with spec s shares the host's
+// network: its spec names no network namespace.
+func HostNetwork(s Spec) bool {
+	return s.Linux == nil || !slices.ContainsFunc(s.Linux.Namespaces, func(ns Namespace) bool {
+		return ns.Type == NetworkNamespace
+	})
+}
+
+// command returns the user container's args. The args after the action
+// image's ENTRYPOINT are the action's command, unless they are its image's
+// CMD; the command runs with the user image's ENTRYPOINT, and no command
+// runs its ENTRYPOINT and CMD. Args that do not start with the action
+// image's ENTRYPOINT replaced it, and are kept whole.
+func command(args []string, img, userImg ImageConfig) ([]string, error) {
+	rest, ok := cutPrefix(args, img.Entrypoint)
+	if !ok {
+		return args, nil
+	}
+	var out []string
+	if len(rest) == 0 || slices.Equal(rest, img.Cmd) {
+		out = slices.Concat(userImg.Entrypoint, userImg.Cmd)
+	} else {
+		out = slices.Concat(userImg.Entrypoint, rest)
+	}
+	if len(out) == 0 {
+		return nil, ErrNoCommand
+	}
+	return out, nil
+}
+
+func cutPrefix(s, prefix []string) ([]string, bool) {
+	if len(s) < len(prefix) || !slices.Equal(s[:len(prefix)], prefix) {
+		return nil, false
+	}
+	return s[len(prefix):], true
+}
+
+// userEnv is the action's env less the control variables and the entries
+// its image brought unchanged, merged over the user image's.
+func userEnv(env, imageEnv, userImageEnv []string) []string {
+	control := inherit.Control(env)
+	imageEnv = orDefault(imageEnv)
+	var own []string
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); control[name] || slices.Contains(imageEnv, kv) {
+			continue
+		}
+		own = append(own, kv)
+	}
+	return mergeEnv(orDefault(userImageEnv), own)
+}
+
+// orDefault is env, or containerd's default for an image without one.
+func orDefault(env []string) []string {
+	if len(env) == 0 {
+		return defaultEnv
+	}
+	return env
+}
+
+// mergeEnv is base with each entry of over replacing the one of the same
+// name in place, or appended after; an entry without "=" removes its
+// name. It is how containerd sets a container's env over its image's.
+func mergeEnv(base, over []string) []string {
+	out := slices.Clone(base)
+	index := func(name string) int {
+		return slices.IndexFunc(out, func(kv string) bool {
+			k, _, _ := strings.Cut(kv, "=")
+			return k == name
+		})
+	}
+	for _, kv := range over {
+		name, _, set := strings.Cut(kv, "=")
+		i := index(name)
+		switch {
+		case !set && i >= 0:
+			out = slices.Delete(out, i, i+1)
+		case !set:
+		case i >= 0:
+			out[i] = kv
+		default:
+			out = append(out, kv)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// dir is the working directory an image's WorkingDir gives: none is the
+// root.
+func dir(d string) string {
+	if d == "" {
+		return "/"
+	}
+	return d
+}
+
+// user returns the user container's user: the action's, if it is not the
+// one its image gave, else the user image's. The user image's
+// supplementary groups would come from its /etc/group: the user's own
+// group stands for them.
+func user(action User, imageUser, userImageUser string) (User, error) {
+	if img, err := numericUser(imageUser); err != nil || img.UID != action.UID || img.GID != action.GID {
+		return action, nil // set by the operator, or not to be told apart
+	}
+	u, err := numericUser(userImageUser)
+	if err != nil {
+		return User{}, err
+	}
+	u.AdditionalGids = []uint32{u.GID}
+	u.Rest = action.Rest
+	return u, nil
+}
+
+// numericUser reads an image's USER that needs no /etc/passwd: none
+// (root), a uid:gid pair of numbers, and root or 0 for uid or gid 0.
+func numericUser(s string) (User, error) {
+	if s == "" {
+		return User{}, nil
+	}
+	uid, gid, pair := strings.Cut(s, ":")
+	if !pair {
+		if s == "root" || s == "0" {
+			return User{}, nil
+		}
+		return User{}, ErrUser
+	}
+	u, err1 := id(uid)
+	g, err2 := id(gid)
+	if err1 != nil || err2 != nil {
+		return User{}, ErrUser
+	}
+	return User{UID: u, GID: g}, nil
+}
+
+// id reads a uid or gid: a number up to runc's limit, or root.
+func id(s string) (uint32, error) {
+	if s == "root" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 31)
+	return uint32(n), err
+}
+
+// mounts returns the action's mounts that travel, then, on the host's
+// network, the host's files.
+func mounts(action []Mount, withhold, withholdSources []string, hostNet bool) []Mount {
+	var out []Mount
+	for _, m := range action {
+		switch {
+		case slices.Contains(HostFiles, path.Clean(m.Destination)):
+		case under(m.Destination, withhold), under(m.Source, withholdSources):
+		default:
+			out = append(out, m)
+		}
+	}
+	if hostNet {
+		for _, f := range HostFiles {
+			out = append(out, Mount{Destination: f, Type: "bind", Source: f, Options: []string{"bind", "rprivate", "ro"}})
+		}
+	}
+	return out
+}
+
+// under reports whether p is one of paths or below one. The root and ""
+// hold nothing back.
+func under(p string, paths []string) bool {
+	if p == "" {
+		return false
+	}
+	p = path.Clean(p)
+	return slices.ContainsFunc(paths, func(w string) bool {
+		if w == "" {
+			return false
+		}
+		w = path.Clean(w)
+		return w != "/" && (p == w || strings.HasPrefix(p, w+"/"))
+	})
+}

@@ -1,0 +1,651 @@
+package ocispec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/waitdaemon/waitdaemon/inherit"
+	"github.com/waitdaemon/waitdaemon/internal/linediff"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// caseDir holds the recorded inputs; see its README.md.
+const caseDir = "../../testdata/ocispec"
+
+// newID is the user container's ID in every plan here.
+const newID = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// requiredCases must each have a recorded input: a lost file fails the
+// test rather than shrinking it.
+var requiredCases = []string{
+	"cni-volumes",
+	"entrypoint",
+	"kexec",
+	"network-host",
+	"reboot",
+	"registry-config",
+}
+
+// recorded is one file of caseDir.
+type recorded struct {
+	Note         string
+	Containerd   string
+	Namespace    string
+	UserImageRef string
+	Withhold     []string
+	Container    struct {
+		ID   string
+		Spec struct {
+			TypeURL string          `json:"type_url"`
+			Value   json.RawMessage `json:"value"`
+		}
+	}
+	Image     Image
+	UserImage Image
+}
+
+func readCase(tb testing.TB, name string) recorded {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join(caseDir, name+".json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var r recorded
+	if err := json.Unmarshal(data, &r); err != nil {
+		tb.Fatalf("%s: %v", name, err)
+	}
+	return r
+}
+
+func (r recorded) spec(tb testing.TB) Spec {
+	tb.Helper()
+	var s Spec
+	if err := json.Unmarshal(r.Container.Spec.Value, &s); err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func (r recorded) input(tb testing.TB) Input {
+	tb.Helper()
+	return Input{
+		Spec:         r.spec(tb),
+		Image:        r.Image.Config,
+		UserImage:    r.UserImage.Config,
+		UserImageRef: r.UserImageRef,
+		Namespace:    r.Namespace,
+		ID:           newID,
+		Withhold:     r.Withhold,
+	}
+}
+
+// caseNames is every recorded case, failing on a required one missing.
+func caseNames(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(caseDir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".json"))
+	}
+	for _, name := range requiredCases {
+		if !slices.Contains(names, name) {
+			t.Errorf("recorded case %s.json is missing from %s", name, caseDir)
+		}
+	}
+	return names
+}
+
+func indent(t *testing.T, v any) []byte {
+	t.Helper()
+	js, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(js, '\n')
+}
+
+// TestPlan compares each recorded case's plan with its golden file, and
+// checks what matters about it in checks.
+func TestPlan(t *testing.T) {
+	names := caseNames(t)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			r := readCase(t, name)
+			if r.Container.Spec.TypeURL != TypeURL {
+				t.Errorf("recorded spec type URL = %q, want %q", r.Container.Spec.TypeURL, TypeURL)
+			}
+			in := r.input(t)
+			out, err := Plan(in)
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			got := indent(t, out)
+			golden := filepath.Join("testdata", "golden", name+".json")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to write it)", err)
+			}
+			if !bytes.Equal(want, got) {
+				t.Errorf("plan differs from %s (-want +got):\n%s", golden, linediff.Text(string(want), string(got)))
+			}
+			carried(t, in.Spec, out)
+			check, ok := checks[name]
+			if !ok {
+				t.Fatalf("no checks for case %s: add them to checks", name)
+			}
+			check(t, out)
+		})
+	}
+	// A golden file without its case is stale.
+	goldens, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
+	for _, g := range goldens {
+		if name := strings.TrimSuffix(filepath.Base(g), ".json"); !slices.Contains(names, name) {
+			t.Errorf("%s has no recorded case in %s: remove it", g, caseDir)
+		}
+	}
+}
+
+// carried checks what every plan keeps from the action's spec as it was:
+// the members it does not rebuild, and the rebuilt ones' other members.
+func carried(t *testing.T, action, out Spec) {
+	t.Helper()
+	is(t, "ociVersion", out.OCIVersion, action.OCIVersion)
+	is(t, "spec's other members", out.Rest, action.Rest)
+	is(t, "process's other members (capabilities, rlimits...)", out.Process.Rest, action.Process.Rest)
+	is(t, "linux's other members (devices, resources...)", out.Linux.Rest, action.Linux.Rest)
+	is(t, "root.readonly", out.Root.Readonly, action.Root.Readonly)
+	is(t, "root.path", out.Root.Path, "rootfs")
+	is(t, "linux.cgroupsPath", out.Linux.CgroupsPath, "/tinkerbell/"+newID)
+	for _, m := range out.Mounts {
+		if strings.HasPrefix(m.Source, "/tmp/tink-dns-") {
+			t.Errorf("tink-agent's temporary %s travels: %+v", m.Destination, m)
+		}
+	}
+	for _, ns := range out.Linux.Namespaces {
+		if ns.Path != "" {
+			t.Errorf("namespace %s joins %s", ns.Type, ns.Path)
+		}
+	}
+}
+
+// checks states, case by case, what the plan must get right, so that the
+// goldens are not the only word.
+var checks = map[string]func(t *testing.T, out Spec){
+	"reboot": func(t *testing.T, out Spec) {
+		is(t, "args", out.Process.Args, []string{"reboot"})
+		is(t, "env", out.Process.Env, []string{"PATH=/bin"}) // IMAGE, WAIT_SECONDS and our image's PATH are gone
+		is(t, "cwd", out.Process.Cwd, "/")
+		is(t, "user", out.Process.User, User{AdditionalGids: []uint32{0}})
+		is(t, "namespaces", types(out), []string{"ipc", "uts", "mount", "network"})
+		is(t, "hostname", out.Hostname, newID[:12])
+		is(t, "mount destinations", destinations(out), []string{
+			"/proc", "/dev", "/dev/pts", "/dev/shm", "/dev/mqueue", "/sys", "/run",
+			"/run/containerd/containerd.sock",
+		})
+	},
+	"kexec": func(t *testing.T, out Spec) {
+		is(t, "args", out.Process.Args, []string{"/bin/sh", "-c", "echo kexec"})
+		// The user image's entries first, the action's replacing by name.
+		is(t, "env", out.Process.Env, []string{"PATH=/usr/bin:/bin", "BLOCK_DEVICE=/dev/sda1", "KEXEC_OPTS=-l", "FS_TYPE=ext4"})
+		is(t, "cwd", out.Process.Cwd, "/work")
+		is(t, "namespaces", types(out), []string{"ipc", "uts", "mount", "network"})
+		is(t, "hostname", out.Hostname, newID[:12])
+	},
+	"network-host": func(t *testing.T, out Spec) {
+		is(t, "args", out.Process.Args, []string{"reboot"})
+		is(t, "env", out.Process.Env, []string{"PATH=/bin"})
+		is(t, "namespaces", types(out), []string{"ipc", "uts", "mount"})
+		is(t, "hostname", out.Hostname, "") // the UTS namespace starts with the host's name
+		hostFiles(t, out)
+	},
+	"cni-volumes": func(t *testing.T, out Spec) {
+		is(t, "args", out.Process.Args, []string{"/bin/id", "-u"})
+		is(t, "user", out.Process.User, User{UID: 1000, GID: 1000, AdditionalGids: []uint32{1000}})
+		is(t, "namespaces", types(out), []string{"pid", "ipc", "uts", "mount", "network"})
+		is(t, "hostname", out.Hostname, newID[:12])
+		is(t, "volumes", out.Mounts[len(out.Mounts)-2:], []Mount{
+			{Destination: "/data", Type: "bind", Source: "/var/lib/tink/data", Options: []string{"rbind", "rslave", "ro"}},
+			{Destination: "/var/log", Type: "bind", Source: "/var/log", Options: []string{"rbind", "rw"}},
+		})
+	},
+	"registry-config": func(t *testing.T, out Spec) {
+		is(t, "args", out.Process.Args, []string{"reboot"})
+		// The aliases are set, so the plain names are the user's; PATH
+		// differs from the image's, so the operator set it.
+		is(t, "env", out.Process.Env, []string{"PATH=/custom/bin", "IMAGE=user-value", "WAIT_SECONDS=user-value", "DOCKER_CONFIG=/root/.docker"})
+		for _, m := range out.Mounts {
+			if m.Destination == "/root/.docker" {
+				t.Errorf("the registry config travels: %+v", m)
+			}
+		}
+		is(t, "namespaces", types(out), []string{"ipc", "uts", "mount"})
+		hostFiles(t, out)
+	},
+	"entrypoint": func(t *testing.T, out Spec) {
+		is(t, "args", out.Process.Args, []string{"/bin/sh", "-c", "echo hi; reboot"})
+		is(t, "env", out.Process.Env, []string{"PATH=/bin"})
+	},
+}
+
+// hostFiles checks that the last mounts are the host's /etc files,
+// read-only, as on the host's network.
+func hostFiles(t *testing.T, out Spec) {
+	t.Helper()
+	var want []Mount
+	for _, f := range []string{"/etc/resolv.conf", "/etc/hosts", "/etc/hostname"} {
+		want = append(want, Mount{Destination: f, Type: "bind", Source: f, Options: []string{"bind", "rprivate", "ro"}})
+	}
+	if len(out.Mounts) < 3 {
+		t.Fatalf("mounts = %d, want at least 3", len(out.Mounts))
+	}
+	is(t, "host files", out.Mounts[len(out.Mounts)-3:], want)
+}
+
+func types(s Spec) []string {
+	var out []string
+	for _, ns := range s.Linux.Namespaces {
+		out = append(out, ns.Type)
+	}
+	return out
+}
+
+func destinations(s Spec) []string {
+	var out []string
+	for _, m := range s.Mounts {
+		out = append(out, m.Destination)
+	}
+	return out
+}
+
+// is compares as indented JSON, which is what containerd gets, and shows
+// a line diff.
+func is[T any](t *testing.T, what string, got, want T) {
+	t.Helper()
+	g, w := indent(t, got), indent(t, want)
+	if !bytes.Equal(g, w) {
+		t.Errorf("%s differs (-want +got):\n%s", what, linediff.Text(string(w), string(g)))
+	}
+}
+
+// base is the recorded reboot case's input, to vary.
+func base(t *testing.T) Input {
+	t.Helper()
+	return readCase(t, "reboot").input(t)
+}
+
+// waitdaemonImage is the config of waitdaemon's image.
+var waitdaemonImage = ImageConfig{
+	Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+	Entrypoint: []string{"/waitdaemon", "action", "--"},
+}
+
+func TestPlanCommand(t *testing.T) {
+	wd := []string{"/waitdaemon", "action", "--"}
+	cases := []struct {
+		name      string
+		args      []string
+		img, user ImageConfig
+		want      []string
+		wantErr   error
+	}{
+		{"command with the user image's CMD", slices.Concat(wd, []string{"reboot"}), waitdaemonImage, ImageConfig{Cmd: []string{"/bin/sh"}}, []string{"reboot"}, nil},
+		{"command after the user image's ENTRYPOINT", slices.Concat(wd, []string{"-f"}), waitdaemonImage, ImageConfig{Entrypoint: []string{"/sbin/reboot"}, Cmd: []string{"-n"}}, []string{"/sbin/reboot", "-f"}, nil},
+		{"no command: the user image's ENTRYPOINT and CMD", wd, waitdaemonImage, ImageConfig{Entrypoint: []string{"/bin/sh", "-c"}, Cmd: []string{"echo kexec"}}, []string{"/bin/sh", "-c", "echo kexec"}, nil},
+		{"no command, CMD only", wd, waitdaemonImage, ImageConfig{Cmd: []string{"/bin/sh"}}, []string{"/bin/sh"}, nil},
+		{"no command, ENTRYPOINT only", wd, waitdaemonImage, ImageConfig{Entrypoint: []string{"/kexec"}}, []string{"/kexec"}, nil},
+		{"no command and none in the image", wd, waitdaemonImage, ImageConfig{}, nil, ErrNoCommand},
+		{"arguments that look like waitdaemon's are the user's", slices.Concat(wd, []string{"--", "-v"}), waitdaemonImage, ImageConfig{}, []string{"--", "-v"}, nil},
+		{"the action image's own CMD is no command", slices.Concat(wd, []string{"--help"}), ImageConfig{Entrypoint: wd, Cmd: []string{"--help"}}, ImageConfig{Cmd: []string{"/bin/sh"}}, []string{"/bin/sh"}, nil},
+		{"a replaced ENTRYPOINT travels whole", []string{"/bin/sh", "-c", "echo hi"}, waitdaemonImage, ImageConfig{Entrypoint: []string{"/x"}}, []string{"/bin/sh", "-c", "echo hi"}, nil},
+		{"a shorter one too", []string{"/waitdaemon"}, waitdaemonImage, ImageConfig{Cmd: []string{"/bin/sh"}}, []string{"/waitdaemon"}, nil},
+		{"an action image without ENTRYPOINT", []string{"reboot"}, ImageConfig{Cmd: []string{"/bin/true"}}, ImageConfig{Entrypoint: []string{"/bin/busybox"}}, []string{"/bin/busybox", "reboot"}, nil},
+		{"an action image without ENTRYPOINT, its CMD", []string{"/bin/true"}, ImageConfig{Cmd: []string{"/bin/true"}}, ImageConfig{Cmd: []string{"/bin/sh"}}, []string{"/bin/sh"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base(t)
+			in.Spec.Process.Args = tc.args
+			in.Image, in.UserImage = tc.img, tc.user
+			out, err := Plan(in)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Plan error = %v, want %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			is(t, "args", out.Process.Args, tc.want)
+		})
+	}
+}
+
+func TestPlanEnv(t *testing.T) {
+	const path = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	cases := []struct {
+		name                 string
+		env, img, user, want []string
+	}{
+		{"control variables and the image's PATH go", []string{path, "IMAGE=alpine", "WAIT_SECONDS=5", "WAITDAEMON_VERBOSE=1"}, []string{path}, []string{"PATH=/bin"}, []string{"PATH=/bin"}},
+		{"the user's own variables stay, after the image's", []string{path, "A=1", "B=2"}, []string{path}, []string{"PATH=/bin", "HOME=/root"}, []string{"PATH=/bin", "HOME=/root", "A=1", "B=2"}},
+		{"the action's replace the user image's in place", []string{path, "HOME=/data", "A=1"}, []string{path}, []string{"HOME=/root", "PATH=/bin"}, []string{"HOME=/data", "PATH=/bin", "A=1"}},
+		{"a PATH the operator set stays", []string{"PATH=/custom", "A=1"}, []string{path}, []string{"PATH=/bin"}, []string{"PATH=/custom", "A=1"}},
+		{"with the aliases set, the plain names are the user's", []string{path, "WAITDAEMON_IMAGE=a", "IMAGE=mine", "WAITDAEMON_WAIT_SECONDS=1", "WAIT_SECONDS=also"}, []string{path}, nil, []string{path, "IMAGE=mine", "WAIT_SECONDS=also"}},
+		{"a user image without Env gets containerd's PATH", []string{path, "A=1"}, []string{path}, nil, []string{path, "A=1"}},
+		{"an action image without Env gave containerd's PATH", []string{path, "A=1"}, nil, []string{"PATH=/bin"}, []string{"PATH=/bin", "A=1"}},
+		{"the image's other entries go when unchanged", []string{path, "LANG=C", "TZ=UTC"}, []string{path, "LANG=C", "TZ=Europe/Paris"}, []string{"PATH=/bin"}, []string{"PATH=/bin", "TZ=UTC"}},
+		{"a later entry of the same name wins", []string{path, "A=1", "A=2"}, []string{path}, []string{"PATH=/bin"}, []string{"PATH=/bin", "A=2"}},
+		{"a name without a value unsets the image's", []string{path, "HOME"}, []string{path}, []string{"PATH=/bin", "HOME=/root"}, []string{"PATH=/bin"}},
+		{"nothing left", []string{path, "HOME"}, []string{path}, []string{"HOME=/root"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base(t)
+			in.Spec.Process.Env = tc.env
+			in.Image.Env, in.UserImage.Env = tc.img, tc.user
+			out, err := Plan(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			is(t, "env", out.Process.Env, tc.want)
+		})
+	}
+}
+
+func TestPlanCwdAndUser(t *testing.T) {
+	root := User{AdditionalGids: []uint32{0}}
+	cases := []struct {
+		name              string
+		cwd               string
+		user              User
+		imgDir, imgUser   string
+		userDir, userUser string
+		wantCwd           string
+		wantUser          User
+		wantErr           error
+	}{
+		{"the user image's", "/", root, "", "", "/work", "1000:1000", "/work", User{UID: 1000, GID: 1000, AdditionalGids: []uint32{1000}}, nil},
+		{"none in the user image", "/", root, "", "", "", "", "/", root, nil},
+		{"the operator's", "/data", User{UID: 5, GID: 6, AdditionalGids: []uint32{6, 7}}, "", "", "/work", "1000:1000", "/data", User{UID: 5, GID: 6, AdditionalGids: []uint32{6, 7}}, nil},
+		{"the action image's defaults", "/app", User{UID: 10, GID: 10, AdditionalGids: []uint32{10}}, "/app", "10:10", "", "", "/", root, nil},
+		{"root by name", "/", root, "", "", "", "root", "/", root, nil},
+		{"root:root", "/", root, "", "", "", "root:root", "/", root, nil},
+		{"uid 0", "/", root, "", "", "", "0", "/", root, nil},
+		{"a name needs /etc/passwd", "/", root, "", "", "", "nobody", "", User{}, ErrUser},
+		{"a lone uid needs /etc/passwd for its group", "/", root, "", "", "", "1000", "", User{}, ErrUser},
+		{"a group name needs /etc/group", "/", root, "", "", "", "1000:users", "", User{}, ErrUser},
+		{"beyond runc's limit", "/", root, "", "", "", "2147483648:0", "", User{}, ErrUser},
+		{"an action image user by name: the action's stays", "/", User{UID: 3}, "", "daemon", "", "1000:1000", "/", User{UID: 3}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base(t)
+			in.Spec.Process.Cwd, in.Spec.Process.User = tc.cwd, tc.user
+			in.Image.WorkingDir, in.Image.User = tc.imgDir, tc.imgUser
+			in.UserImage.WorkingDir, in.UserImage.User = tc.userDir, tc.userUser
+			out, err := Plan(in)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Plan error = %v, want %v", err, tc.wantErr)
+			}
+			if err != nil {
+				if !strings.Contains(err.Error(), in.UserImageRef) || !strings.Contains(err.Error(), tc.userUser) {
+					t.Errorf("error %q names neither the image %s nor its USER %q", err, in.UserImageRef, tc.userUser)
+				}
+				return
+			}
+			is(t, "cwd", out.Process.Cwd, tc.wantCwd)
+			is(t, "user", out.Process.User, tc.wantUser)
+		})
+	}
+}
+
+// TestPlanUserKeepsUmask keeps what the user has besides its ids.
+func TestPlanUserKeepsUmask(t *testing.T) {
+	in := base(t)
+	in.Spec.Process.User.Rest = Rest{"umask": json.RawMessage(`18`)}
+	in.UserImage.User = "1:2"
+	out, err := Plan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is(t, "user", out.Process.User, User{UID: 1, GID: 2, AdditionalGids: []uint32{2}, Rest: Rest{"umask": json.RawMessage(`18`)}})
+}
+
+func TestPlanNamespaces(t *testing.T) {
+	ns := func(types ...string) []Namespace {
+		var out []Namespace
+		for _, t := range types {
+			typ, path, _ := strings.Cut(t, "=")
+			out = append(out, Namespace{Type: typ, Path: path})
+		}
+		return out
+	}
+	cases := []struct {
+		name         string
+		in           []Namespace
+		want         []Namespace
+		wantHostname string
+		wantHostNet  bool
+	}{
+		{"private network: a new one", ns("pid", "ipc", "uts", "mount", "network"), ns("pid", "ipc", "uts", "mount", "network"), newID[:12], false},
+		{"the action's netns path is not joined", ns("ipc", "uts", "mount", "network=/var/run/netns/cni-1234"), ns("ipc", "uts", "mount", "network"), newID[:12], false},
+		{"host network", ns("ipc", "uts", "mount"), ns("ipc", "uts", "mount"), "", true},
+		{"host UTS: no hostname", ns("ipc", "mount", "network"), ns("ipc", "mount", "network"), "", false},
+		{"other paths are the operator's and stay", ns("ipc=/proc/1/ns/ipc", "uts", "mount", "network"), ns("ipc=/proc/1/ns/ipc", "uts", "mount", "network"), newID[:12], false},
+		{"no namespaces at all", nil, nil, "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base(t)
+			in.Spec.Linux.Namespaces = tc.in
+			in.Spec.Hostname = "action-hostname"
+			out, err := Plan(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			is(t, "namespaces", out.Linux.Namespaces, tc.want)
+			is(t, "hostname", out.Hostname, tc.wantHostname)
+			is(t, "HostNetwork", HostNetwork(out), tc.wantHostNet)
+			var etc []Mount
+			for _, m := range out.Mounts {
+				if slices.Contains(HostFiles, m.Destination) {
+					etc = append(etc, m)
+				}
+			}
+			if tc.wantHostNet {
+				is(t, "/etc files", len(etc), 3)
+				for _, m := range etc {
+					is(t, "source of "+m.Destination, m.Source, m.Destination)
+					is(t, "options of "+m.Destination, m.Options, []string{"bind", "rprivate", "ro"})
+				}
+			} else {
+				is(t, "/etc files", etc, []Mount(nil))
+			}
+		})
+	}
+}
+
+func TestPlanWithhold(t *testing.T) {
+	bind := func(src, dst string) Mount {
+		return Mount{Destination: dst, Type: "bind", Source: src, Options: []string{"rbind", "ro"}}
+	}
+	action := []Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc"},
+		bind("/etc/waitdaemon/registry", "/root/.docker"),
+		bind("/etc/waitdaemon/registry/config.json", "/root/.docker/config.json"),
+		bind("/srv/certs", "/root/.dockerx"),
+		bind("/srv/secret/key", "/key"),
+		bind("/run/containerd/containerd.sock", "/run/containerd/containerd.sock"),
+		bind("/my/hosts", "/etc/hosts/"),
+		bind("/tmp/tink-dns-1/resolv.conf", "/etc/resolv.conf"),
+	}
+	cases := []struct {
+		name             string
+		withhold, source []string
+		want             []string // destinations
+	}{
+		{"nothing withheld: only tink-agent's /etc files go", nil, nil, []string{"/proc", "/root/.docker", "/root/.docker/config.json", "/root/.dockerx", "/key", "/run/containerd/containerd.sock"}},
+		{"a path and below", []string{"/root/.docker"}, nil, []string{"/proc", "/root/.dockerx", "/key", "/run/containerd/containerd.sock"}},
+		{"a trailing slash", []string{"/root/.docker/"}, nil, []string{"/proc", "/root/.dockerx", "/key", "/run/containerd/containerd.sock"}},
+		{"a file below", []string{"/root/.docker/config.json"}, nil, []string{"/proc", "/root/.docker", "/root/.dockerx", "/key", "/run/containerd/containerd.sock"}},
+		{"the root and empty hold nothing", []string{"/", ""}, []string{"/", ""}, []string{"/proc", "/root/.docker", "/root/.docker/config.json", "/root/.dockerx", "/key", "/run/containerd/containerd.sock"}},
+		{"host sources", nil, []string{"/srv/secret", "/etc/waitdaemon/registry/config.json"}, []string{"/proc", "/root/.docker", "/root/.dockerx", "/run/containerd/containerd.sock"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base(t)
+			in.Spec.Mounts = action
+			in.Withhold, in.WithholdSources = tc.withhold, tc.source
+			out, err := Plan(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			is(t, "mounts", destinations(out), tc.want)
+		})
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*Input)
+		want string
+	}{
+		{"no process", func(in *Input) { in.Spec.Process = nil }, "planning from the action's spec: it has no process"},
+		{"no linux", func(in *Input) { in.Spec.Linux = nil }, "planning from the action's spec: it has no linux section"},
+		{"no ID", func(in *Input) { in.ID = "" }, "planning the user container: no container ID"},
+		{"no namespace", func(in *Input) { in.Namespace = "" }, "planning the user container: no containerd namespace"},
+		{"no command", func(in *Input) {
+			in.Spec.Process.Args = in.Image.Entrypoint
+			in.UserImage = ImageConfig{}
+		}, "user image docker.io/library/waitdaemon-ocispec-shell:1: no command: the action's command is empty and the image has no ENTRYPOINT or CMD"},
+		{"user by name", func(in *Input) { in.UserImage.User = "nobody" }, `user image docker.io/library/waitdaemon-ocispec-shell:1: USER "nobody": only a numeric uid:gid, root or 0 can be used without the image's /etc/passwd`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base(t)
+			tc.edit(&in)
+			out, err := Plan(in)
+			if err == nil {
+				t.Fatalf("Plan = %s, want error %q", indent(t, out), tc.want)
+			}
+			is(t, "error", err.Error(), tc.want)
+		})
+	}
+}
+
+// TestPlanLeavesInput checks that a plan does not change its input.
+func TestPlanLeavesInput(t *testing.T) {
+	for _, name := range requiredCases {
+		in := readCase(t, name).input(t)
+		in.WithholdSources = []string{"/run"}
+		before := indent(t, in)
+		if _, err := Plan(in); err != nil {
+			t.Fatal(err)
+		}
+		is(t, name+" input after Plan", string(indent(t, in)), string(before))
+	}
+}
+
+// TestPlanNoRoot plans from a spec without root, which containerd's
+// default spec always has.
+func TestPlanNoRoot(t *testing.T) {
+	in := base(t)
+	in.Spec.Root = nil
+	out, err := Plan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is(t, "root", out.Root, &Root{Path: "rootfs"})
+}
+
+// FuzzPlan plans from any spec with extra env lines, and checks that no
+// control variable leaks, nothing withheld or temporary travels, and the
+// plan encodes to a spec that decodes to itself.
+func FuzzPlan(f *testing.F) {
+	for _, name := range requiredCases {
+		f.Add([]byte(readCase(f, name).Container.Spec.Value), "")
+	}
+	f.Add([]byte(`{"process":{"args":["/waitdaemon","action","--"],"env":["IMAGE=a"]},"linux":{"namespaces":[{"type":"network","path":"/x"}]},"mounts":[{"destination":"/root/.docker/x"},{"destination":"/etc//hosts"}]}`), "WAITDAEMON_IMAGE=b\nWAIT_SECONDS=1")
+	f.Fuzz(func(t *testing.T, data []byte, env string) {
+		var s Spec
+		if err := json.Unmarshal(data, &s); err != nil || s.Process == nil {
+			return
+		}
+		if env != "" {
+			s.Process.Env = append(s.Process.Env, strings.Split(env, "\n")...)
+		}
+		set := func(name string) bool {
+			return slices.ContainsFunc(s.Process.Env, func(kv string) bool {
+				k, _, _ := strings.Cut(kv, "=")
+				return k == name
+			})
+		}
+		out, err := Plan(Input{
+			Spec: s, Image: waitdaemonImage, UserImage: ImageConfig{Env: []string{"PATH=/bin"}, Cmd: []string{"/bin/sh"}},
+			UserImageRef: "docker.io/library/alpine:3.20", Namespace: "tinkerbell", ID: newID,
+			Withhold: []string{"/root/.docker"}, WithholdSources: []string{"/etc/waitdaemon"},
+		})
+		if err != nil {
+			return
+		}
+		for _, kv := range out.Process.Env {
+			name, _, _ := strings.Cut(kv, "=")
+			switch {
+			case strings.HasPrefix(name, inherit.Prefix):
+				t.Errorf("control variable %q passed on", kv)
+			case name == inherit.Image.Plain && !set(inherit.Image.Alias):
+				t.Errorf("%q passed on without %s set", kv, inherit.Image.Alias)
+			case name == inherit.WaitSeconds.Plain && !set(inherit.WaitSeconds.Alias):
+				t.Errorf("%q passed on without %s set", kv, inherit.WaitSeconds.Alias)
+			}
+		}
+		hostNet := HostNetwork(s)
+		for _, m := range out.Mounts {
+			if under(m.Destination, []string{"/root/.docker"}) || under(m.Source, []string{"/etc/waitdaemon"}) {
+				t.Errorf("withheld mount travels: %+v", m)
+			}
+			if slices.Contains(HostFiles, filepath.Clean(m.Destination)) && (!hostNet || m.Source != m.Destination) {
+				t.Errorf("the action's %s travels: %+v", m.Destination, m)
+			}
+		}
+		if out.Root.Path != "rootfs" || out.Linux.CgroupsPath != "/tinkerbell/"+newID {
+			t.Errorf("root %q, cgroupsPath %q", out.Root.Path, out.Linux.CgroupsPath)
+		}
+		if out.Hostname != "" && out.Hostname != newID[:12] {
+			t.Errorf("hostname %q", out.Hostname)
+		}
+		if len(out.Process.Args) == 0 {
+			t.Error("no args")
+		}
+		js, err := json.Marshal(out)
+		if err != nil {
+			t.Fatalf("the plan does not encode: %v", err)
+		}
+		var back Spec
+		if err := json.Unmarshal(js, &back); err != nil {
+			t.Fatalf("the plan does not decode: %v", err)
+		}
+		again, err := json.Marshal(back)
+		if err != nil || !bytes.Equal(js, again) {
+			t.Errorf("the plan changes through JSON (%v):\n%s", err, linediff.Text(string(js), string(again)))
+		}
+	})
+}
