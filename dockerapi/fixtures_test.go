@@ -19,7 +19,10 @@ import (
 const fixtures = "../testdata/fixtures"
 
 // The engines whose happy paths were recorded.
-var engines = []string{"docker-20.10", "podman-4.3"}
+var engines = []string{"docker-20.10", "podman-4.3", "docker-29.8"}
+
+// The Docker engines, whose pulls and refused versions were recorded too.
+var dockers = []string{"docker-20.10", "docker-29.8"}
 
 // fixtureImage is built by `make record` from busybox; its Env carries
 // PATH=/bin and its label org.waitdaemon.fixture=1.
@@ -41,7 +44,7 @@ func ctx(t *testing.T) context.Context {
 }
 
 func TestPing(t *testing.T) {
-	want := map[string]string{"docker-20.10": "1.41", "podman-4.3": "1.41"}
+	want := map[string]string{"docker-20.10": "1.41", "podman-4.3": "1.41", "docker-29.8": "1.56"}
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
 			c := client(t, engine, "Ping")
@@ -215,54 +218,73 @@ func TestImageInspect(t *testing.T) {
 
 // TestPull pulls from a local registry: an image that is there, one whose
 // blob is missing (the error arrives mid-stream, after a 200), and one
-// that does not exist (the error arrives up front).
+// that does not exist (the error arrives up front). The engines word the
+// errors differently; what the client promises is the kind of error, and
+// the engine's own message in it.
 func TestPull(t *testing.T) {
-	c := client(t, "docker-20.10", "Pull")
-	ctx := ctx(t)
-	var statuses []string
-	good, _ := imageref.Parse(registry + "/rr/good:1")
-	err := c.ImagePull(ctx, good, nil, func(m dockerapi.PullMessage) { statuses = append(statuses, m.Status) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(statuses) == 0 || !strings.HasPrefix(statuses[len(statuses)-1], "Status: Downloaded newer image for "+registry+"/rr/good:1") {
-		t.Errorf("ImagePull(good) progress = %q, want it to end with Downloaded newer image", statuses)
-	}
-	if _, err := c.ImageInspect(ctx, good.String()); err != nil {
-		t.Errorf("ImageInspect() after the pull: %v", err)
-	}
+	for _, engine := range dockers {
+		t.Run(engine, func(t *testing.T) {
+			c := client(t, engine, "Pull")
+			ctx := ctx(t)
+			var statuses []string
+			good, _ := imageref.Parse(registry + "/rr/good:1")
+			err := c.ImagePull(ctx, good, nil, func(m dockerapi.PullMessage) { statuses = append(statuses, m.Status) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(statuses) == 0 || !strings.HasPrefix(statuses[len(statuses)-1], "Status: Downloaded newer image for "+registry+"/rr/good:1") {
+				t.Errorf("ImagePull(good) progress = %q, want it to end with Downloaded newer image", statuses)
+			}
+			if _, err := c.ImageInspect(ctx, good.String()); err != nil {
+				t.Errorf("ImageInspect() after the pull: %v", err)
+			}
 
-	broken, _ := imageref.Parse(registry + "/rr/broken:1")
-	err = c.ImagePull(ctx, broken, nil, nil)
-	var apiErr *dockerapi.Error
-	if err == nil || errors.As(err, &apiErr) || !strings.Contains(err.Error(), "unknown blob") {
-		t.Errorf("ImagePull(broken) error = %v, want the stream's own error (unknown blob), not a status", err)
-	}
+			broken, _ := imageref.Parse(registry + "/rr/broken:1")
+			err = c.ImagePull(ctx, broken, nil, nil)
+			var apiErr *dockerapi.Error
+			prefix := "pulling image " + broken.String() + ": "
+			if err == nil || errors.As(err, &apiErr) || !strings.HasPrefix(err.Error(), prefix) || len(err.Error()) == len(prefix) {
+				t.Errorf("ImagePull(broken) error = %v, want %q and the stream's own error, not a status", err, prefix)
+			}
 
-	missing, _ := imageref.Parse(registry + "/rr/missing:1")
-	err = c.ImagePull(ctx, missing, nil, nil)
-	if !errors.As(err, &apiErr) || apiErr.Status < 400 || !strings.Contains(apiErr.Message, "manifest unknown") {
-		t.Errorf("ImagePull(missing) error = %v, want a status error saying manifest unknown", err)
+			missing, _ := imageref.Parse(registry + "/rr/missing:1")
+			err = c.ImagePull(ctx, missing, nil, nil)
+			if !errors.As(err, &apiErr) || !errors.Is(err, dockerapi.ErrNotFound) || apiErr.Message == "" {
+				t.Errorf("ImagePull(missing) error = %v, want not found, with the engine's message", err)
+			}
+		})
 	}
 }
 
 // TestVersionRefused pins versions the engine refuses: too new (JSON
-// error) and too old (text/plain on 20.10).
+// error) and too old (text/plain on 20.10). Docker 29 refuses versions
+// below 1.40, so a client pinned to an old version breaks on it.
 func TestVersionRefused(t *testing.T) {
-	cases := []struct {
+	type refusal struct {
 		version string
 		want    string
-	}{
-		{"1.99", "client version 1.99 is too new. Maximum supported API version is 1.41"},
-		{"1.11", "client version 1.11 is too old. Minimum supported API version is 1.12"},
 	}
-	s := rr.Open(t, fixtures, "docker-20.10", "VersionRefused")
-	for _, tc := range cases {
-		c := &dockerapi.Client{Socket: s.Socket, Transport: s.Transport, Version: tc.version}
-		_, err := c.ContainerList(ctx(t))
-		var apiErr *dockerapi.Error
-		if !errors.As(err, &apiErr) || apiErr.Status != 400 || !strings.Contains(apiErr.Message, tc.want) {
-			t.Errorf("version %s: error = %v, want 400 %q", tc.version, err, tc.want)
-		}
+	cases := map[string][]refusal{
+		"docker-20.10": {
+			{"1.99", "client version 1.99 is too new. Maximum supported API version is 1.41"},
+			{"1.11", "client version 1.11 is too old. Minimum supported API version is 1.12"},
+		},
+		"docker-29.8": {
+			{"1.99", "client version 1.99 is too new. Maximum supported API version is 1.56"},
+			{"1.39", "client version 1.39 is too old. Minimum supported API version is 1.40"},
+		},
+	}
+	for _, engine := range dockers {
+		t.Run(engine, func(t *testing.T) {
+			s := rr.Open(t, fixtures, engine, "VersionRefused")
+			for _, tc := range cases[engine] {
+				c := &dockerapi.Client{Socket: s.Socket, Transport: s.Transport, Version: tc.version}
+				_, err := c.ContainerList(ctx(t))
+				var apiErr *dockerapi.Error
+				if !errors.As(err, &apiErr) || apiErr.Status != 400 || !strings.Contains(apiErr.Message, tc.want) {
+					t.Errorf("version %s: error = %v, want 400 %q", tc.version, err, tc.want)
+				}
+			}
+		})
 	}
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Re-records the fixtures under testdata/fixtures from real engines:
 # Docker at /var/run/docker.sock (or DOCKER_HOST), a throwaway local
-# registry, and Podman's Docker-compatible API. Run it as `make record`.
+# registry, Podman's Docker-compatible API, and Docker 29 beside them
+# (scripts/docker29.sh). Run it as `make record`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +11,7 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	docker rm -f rr-run-to-exit rr-start-twice >/dev/null 2>&1 || true
+	[ -z "${sock29:-}" ] || docker -H "unix://$sock29" rm -f rr-run-to-exit rr-start-twice >/dev/null 2>&1 || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -58,10 +60,19 @@ docker save waitdaemon-fixture:1 | podman load -q >/dev/null
 podman rm -f rr-run-to-exit rr-start-twice >/dev/null 2>&1 || true
 for _ in $(seq 50); do [ -S "$work/podman.sock" ] && break; sleep 0.1; done
 
+echo "== docker 29"
+sock29=$(scripts/docker29.sh)
+docker29() { docker -H "unix://$sock29" "$@"; }
+docker save waitdaemon-fixture:1 | docker29 load -q >/dev/null
+docker29 rm -f rr-run-to-exit rr-start-twice >/dev/null 2>&1 || true
+# The pulls must find nothing there.
+docker29 rmi -f 127.0.0.1:5000/rr/good:1 127.0.0.1:5000/rr/broken:1 >/dev/null 2>&1 || true
+
 echo "== record"
 # Each run replays the other engine's fixtures, so a first recording may
 # report those missing; the second run then finds them.
 rc=0
 go test ./dockerapi/ -count=1 -record=docker-20.10 || rc=1
 DOCKER_HOST="unix://$work/podman.sock" go test ./dockerapi/ -count=1 -record=podman-4.3 || rc=1
+DOCKER_HOST="unix://$sock29" go test ./dockerapi/ -count=1 -record=docker-29.8 || rc=1
 exit $rc
