@@ -1,0 +1,292 @@
+package phase
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/engine/fake"
+)
+
+const actionID = "a0c7000000000000000000000000000000000000000000000000000000000001"
+
+// newFake is an engine whose action is "act", with IMAGE present.
+func newFake() *fake.Engine {
+	return &fake.Engine{
+		Action: engine.Self{ID: actionID, Name: "act", FoundBy: "cgroup"},
+		Images: map[string]bool{"reboot:1": true},
+	}
+}
+
+// phaseOne runs phase 1 with env, and returns its output and error.
+func phaseOne(t *testing.T, eng engine.Engine, env ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var o, e bytes.Buffer
+	env = append(env, "DOCKER_CONFIG="+t.TempDir())
+	err = One(t.Context(), eng, ReadInputs(env), Options{Stdout: &o, Stderr: &e})
+	return o.String(), e.String(), err
+}
+
+// index is where call is in calls; -1 if absent.
+func index(calls []string, call string) int { return slices.Index(calls, call) }
+
+// TestOneOrder: phase 1 validates before it reaches the engine, finds
+// itself, clears leftovers, creates the waiter first and alone, starts it,
+// makes the user container meanwhile, and logs the hand-off.
+func TestOneOrder(t *testing.T) {
+	eng := newFake()
+	out, _, err := phaseOne(t, eng, "IMAGE=reboot:1", "WAIT_SECONDS=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := eng.Calls()
+	for _, pair := range [][2]string{
+		{"Reach", "Self"},
+		{"Self", "List org.waitdaemon.action=act"},
+		{"List org.waitdaemon.action=act", "Create act-waitdaemon-waiter"},
+		{"Create act-waitdaemon-waiter", "Start act-waitdaemon-waiter"},
+		{"Create act-waitdaemon-waiter", "HasImage reboot:1"},
+		{"HasImage reboot:1", "Create act-waitdaemon-user"},
+	} {
+		a, b := index(calls, pair[0]), index(calls, pair[1])
+		if a < 0 || b < 0 || a > b {
+			t.Errorf("want %q before %q; calls:\n%s", pair[0], pair[1], strings.Join(calls, "\n"))
+		}
+	}
+	if slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, "Pull") || strings.HasPrefix(c, "Remove") }) {
+		t.Errorf("a present image was pulled, or something removed:\n%s", strings.Join(calls, "\n"))
+	}
+	var handed struct {
+		Msg    string
+		Wait   int         `json:"wait_seconds"`
+		User   engine.Spec `json:"user_container"`
+		Waiter engine.Spec
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &handed); err != nil || handed.Msg != "handed off" || handed.Wait != 5 ||
+		handed.User.ID == "" || handed.User.Create != nil || handed.Waiter.ID == "" {
+		t.Errorf("hand-off line = %q (%v), want one line with both IDs and no create bodies", out, err)
+	}
+	if got := eng.Names(); !slices.Equal(got, []string{"act-waitdaemon-user", "act-waitdaemon-waiter"}) {
+		t.Errorf("containers = %q", got)
+	}
+}
+
+// TestOneWaiterArgs: what phase 1 tells the waiter parses back into the
+// same WaiterArgs, and the waiter is labelled and bound as asked.
+func TestOneWaiterArgs(t *testing.T) {
+	eng := newFake()
+	eng.Says = map[string][]string{"act-waitdaemon-waiter": {`{"msg":"` + msgResultWritable + `"}`}}
+	_, _, err := phaseOne(t, eng, "IMAGE=reboot:1", "WAIT_SECONDS=7", "WAITDAEMON_RETRIES=2", "WAITDAEMON_LOG_TAIL=5",
+		`WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`, "WAITDAEMON_RESULT_FILE=/var/lib/w/result.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHandoff(eng, eng.Action, mustValidate(t, "IMAGE=reboot:1", "WAIT_SECONDS=7", "WAITDAEMON_RETRIES=2", "WAITDAEMON_LOG_TAIL=5",
+		`WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`, "WAITDAEMON_RESULT_FILE=/var/lib/w/result.json"), true)
+	w := h.Waiter.Create.(*fake.Planned).Waiter
+	want := WaiterArgs{
+		UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 7, Retries: 2, LogTail: 5,
+		FallbackContainer: "act-waitdaemon-fallback", ResultFile: ResultDir + "/result.json",
+	}
+	if !slices.Equal(w.Args, want.Args()) {
+		t.Errorf("waiter args (-want +got):\n-%q\n+%q", want.Args(), w.Args)
+	}
+	if w.Bind != (engine.Bind{Host: "/var/lib/w", Container: ResultDir}) || !slices.Equal(w.Env, []string{"WAITDAEMON_VERBOSE=true"}) ||
+		w.Labels[LabelRole] != RoleWaiter || w.Labels[LabelActionID] != actionID {
+		t.Errorf("waiter = %+v", w)
+	}
+}
+
+func mustValidate(t *testing.T, env ...string) Settings {
+	t.Helper()
+	s, err := ReadInputs(append(env, "DOCKER_CONFIG="+t.TempDir())).Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestOneUndo: whatever step fails after the first create, phase 1
+// removes everything it made, and whatever carries the action's ID (a
+// create whose answer was lost), and fails.
+func TestOneUndo(t *testing.T) {
+	boom := errors.New("boom")
+	cases := []struct {
+		name   string
+		fail   map[string]error
+		lost   map[string]error
+		images map[string]bool
+		env    []string
+	}{
+		{name: "the waiter's create fails", fail: map[string]error{"Create act-waitdaemon-waiter": boom}},
+		{name: "the waiter's create answer is lost", lost: map[string]error{"Create act-waitdaemon-waiter": boom}},
+		{name: "the waiter's start fails", fail: map[string]error{"Start act-waitdaemon-waiter": boom}},
+		{name: "the user's create fails", fail: map[string]error{"Create act-waitdaemon-user": boom}},
+		{name: "the user's create answer is lost", lost: map[string]error{"Create act-waitdaemon-user": boom}},
+		{name: "the pull fails", fail: map[string]error{"Pull reboot:1": boom}, images: map[string]bool{}},
+		{name: "the plan fails", fail: map[string]error{"Plan act-waitdaemon-user": boom}},
+		{name: "the fallback's create fails", fail: map[string]error{"Create act-waitdaemon-fallback": boom}, env: []string{`WAITDAEMON_FALLBACK_COMMAND=["x"]`}},
+		{name: "the waiter cannot write the result file", env: []string{"WAITDAEMON_RESULT_FILE=/r/result.json"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := newFake()
+			eng.Fail, eng.Lost = tc.fail, tc.lost
+			if tc.images != nil {
+				eng.Images = tc.images
+			}
+			eng.Says = map[string][]string{"act-waitdaemon-waiter": {`{"msg":"` + msgResultUnwritable + `","error":"read-only file system"}`}}
+			other := eng.Add("other-action-user", map[string]string{LabelActionID: "someone-else"}, false)
+			_, _, err := phaseOne(t, eng, append([]string{"IMAGE=reboot:1"}, tc.env...)...)
+			if err == nil {
+				t.Fatal("phase 1 succeeded")
+			}
+			if got := eng.Names(); !slices.Equal(got, []string{"other-action-user"}) {
+				t.Errorf("left behind: %q; want only another action's container (%s)\ncalls:\n%s", got, other, strings.Join(eng.Calls(), "\n"))
+			}
+		})
+	}
+}
+
+// TestOneLeftovers: an earlier run's waiter and never-started user
+// container are removed; one that ran is kept under a name of its own;
+// another action's are left alone.
+func TestOneLeftovers(t *testing.T) {
+	eng := newFake()
+	earlier := "e0000000000000000000000000000000000000000000000000000000000000ff"
+	eng.Add("act-waitdaemon-waiter", labels(RoleWaiter, "act", earlier), true)
+	eng.Add("act-waitdaemon-user", labels(RoleUser, "act", earlier), true)
+	eng.Add("act-waitdaemon-fallback", labels(RoleFallback, "act", earlier), false)
+	eng.Add("other-waitdaemon-user", labels(RoleUser, "other", earlier), true)
+	out, _, err := phaseOne(t, eng, "IMAGE=reboot:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"act-waitdaemon-user", "act-waitdaemon-user-e00000000000", "act-waitdaemon-waiter", "other-waitdaemon-user"}
+	if got := eng.Names(); !slices.Equal(got, want) {
+		t.Errorf("containers (-want +got):\n-%q\n+%q", want, got)
+	}
+	for _, msg := range []string{"removed an earlier run's container", "kept an earlier run's container under a new name"} {
+		if !strings.Contains(out, msg) {
+			t.Errorf("output lacks %q:\n%s", msg, out)
+		}
+	}
+}
+
+// TestOneDryRun prints the plan and creates nothing.
+func TestOneDryRun(t *testing.T) {
+	eng := newFake()
+	out, _, err := phaseOne(t, eng, "IMAGE=reboot:1", "WAITDAEMON_DRY_RUN=true", "WAITDAEMON_REGISTRY_USERNAME=bob", "WAITDAEMON_REGISTRY_PASSWORD=s3cret-pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range eng.Calls() {
+		if strings.HasPrefix(c, "Create") || strings.HasPrefix(c, "Start") || strings.HasPrefix(c, "Remove") || strings.HasPrefix(c, "Pull") {
+			t.Errorf("the dry run called %s", c)
+		}
+	}
+	var plan Handoff
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan.User.Create == nil || plan.Waiter.Create == nil || len(plan.Pull) != 1 {
+		t.Errorf("plan = %s (%v)", out, err)
+	}
+	if strings.Contains(out, "s3cret-pw") || !strings.Contains(out, `"auth": "bob@docker.io"`) {
+		t.Errorf("the plan shows the password, or not whose credential it uses:\n%s", out)
+	}
+}
+
+// TestOneBadInput never reaches the engine.
+func TestOneBadInput(t *testing.T) {
+	for _, env := range [][]string{{"WAIT_SECONDS=1"}, {"IMAGE=reboot:1", "WAIT_SECONDS=soon"}, {"IMAGE=reboot:1", "WAITDAEMON_DRY_RUN=maybe"}, {"IMAGE=reboot:1", "WAITDAEMON_RETRY=1"}} {
+		eng := newFake()
+		_, _, err := phaseOne(t, eng, env...)
+		if exitCode(err) != engine.ExitInput || len(eng.Calls()) != 0 {
+			t.Errorf("%q: error %v (exit %d), calls %q; want bad input and no call", env, err, exitCode(err), eng.Calls())
+		}
+	}
+}
+
+// TestOneCredentialsForTheirOwnRegistry: the WAITDAEMON_REGISTRY_ pair
+// goes only to IMAGE's registry. A fallback image on another registry is
+// pulled with that registry's config.json entry, or anonymously; never
+// with IMAGE's credentials.
+func TestOneCredentialsForTheirOwnRegistry(t *testing.T) {
+	cases := []struct {
+		name     string
+		config   string // config.json; "" for none
+		fallback string
+		want     map[string]string // image: the Auth's String()
+	}{
+		{
+			name: "fallback on another registry, no config.json", fallback: "b.example:5000/fb:1",
+			want: map[string]string{"a.example:5000/reboot:1": "alice@a.example:5000", "b.example:5000/fb:1": "anonymous"},
+		},
+		{
+			name: "fallback on another registry with its own entry", fallback: "b.example:5000/fb:1",
+			config: `{"auths":{"b.example:5000":{"auth":"Ym9iOmJvYnMtcHc="}}}`, // bob:bobs-pw
+			want:   map[string]string{"a.example:5000/reboot:1": "alice@a.example:5000", "b.example:5000/fb:1": "bob@b.example:5000"},
+		},
+		{
+			name: "fallback on the same registry", fallback: "a.example:5000/fb:1",
+			want: map[string]string{"a.example:5000/reboot:1": "alice@a.example:5000", "a.example:5000/fb:1": "alice@a.example:5000"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.config != "" {
+				if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(tc.config), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			eng := newFake()
+			eng.Images = map[string]bool{}
+			var o, e bytes.Buffer
+			env := []string{"IMAGE=a.example:5000/reboot:1", "WAITDAEMON_FALLBACK_IMAGE=" + tc.fallback, `WAITDAEMON_FALLBACK_COMMAND=["reboot"]`,
+				"WAITDAEMON_REGISTRY_USERNAME=alice", "WAITDAEMON_REGISTRY_PASSWORD=alices-pw", "DOCKER_CONFIG=" + dir}
+			if err := One(t.Context(), eng, ReadInputs(env), Options{Stdout: &o, Stderr: &e}); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, p := range eng.Pulls() {
+				got[p.Image] = p.Auth.String()
+				if p.Auth != nil && p.Auth.Registry != strings.Split(p.Image, "/")[0] {
+					t.Errorf("the pull of %s carries a credential for %s", p.Image, p.Auth.Registry)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("pulls = %v, want %v", got, tc.want)
+			}
+			for img, who := range tc.want {
+				if got[img] != who {
+					t.Errorf("pull of %s with %s, want %s", img, got[img], who)
+				}
+			}
+		})
+	}
+}
+
+// TestPlan reads the settings from the container's own environment.
+func TestPlan(t *testing.T) {
+	eng := newFake()
+	eng.Action.Env = []string{"IMAGE=reboot:1", "WAIT_SECONDS=9"}
+	var out bytes.Buffer
+	if err := Plan(context.Background(), eng, "act", Options{Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	var plan Handoff
+	if err := json.Unmarshal(out.Bytes(), &plan); err != nil || plan.Wait != 9 || plan.User.Create == nil {
+		t.Errorf("plan = %s (%v)", out.String(), err)
+	}
+	eng.Action.Env = []string{"WAIT_SECONDS=9"}
+	err := Plan(context.Background(), eng, "act", Options{Stdout: &out})
+	if exitCode(err) != engine.ExitInput || !strings.Contains(err.Error(), "container act as an action: IMAGE is not set") {
+		t.Errorf("plan of a container without IMAGE: %v", err)
+	}
+}

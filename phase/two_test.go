@@ -1,0 +1,253 @@
+package phase
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/engine/fake"
+)
+
+func init() {
+	// Re-runs in these tests follow each other at once.
+	retryBase, retryCap = time.Millisecond, time.Millisecond
+}
+
+// waiterFake is an engine with the containers phase 1 leaves behind.
+func waiterFake(fallback bool) *fake.Engine {
+	eng := newFake()
+	eng.Add("act-waitdaemon-waiter", labels(RoleWaiter, "act", actionID), true)
+	eng.Add("act-waitdaemon-user", labels(RoleUser, "act", actionID), false)
+	if fallback {
+		eng.Add("act-waitdaemon-fallback", labels(RoleFallback, "act", actionID), false)
+	}
+	return eng
+}
+
+func waiterArgs(retries int, fallback bool) WaiterArgs {
+	w := WaiterArgs{UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 0, Retries: retries, LogTail: 2}
+	if fallback {
+		w.FallbackContainer = "act-waitdaemon-fallback"
+	}
+	return w
+}
+
+// lastResult is the result line of the waiter's output.
+func lastResult(t *testing.T, out string) result {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var r struct {
+		Msg string
+		result
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil || r.Msg != "result" {
+		t.Fatalf("last line is not the result (%v):\n%s", err, out)
+	}
+	return r.result
+}
+
+// TestTwo runs the user container through retries and the fallback, and
+// keeps exactly what failed.
+func TestTwo(t *testing.T) {
+	cases := []struct {
+		name         string
+		exits        map[string][]int
+		retries      int
+		fallback     bool
+		wantAttempts []int // exit codes
+		wantFallback *int
+		wantExit     int
+		wantLeft     []string // besides the waiter
+	}{
+		{name: "success", wantAttempts: []int{0}},
+		{name: "failure is kept", exits: map[string][]int{"act-waitdaemon-user": {3}}, wantAttempts: []int{3}, wantExit: 3, wantLeft: []string{"act-waitdaemon-user"}},
+		{name: "a retry succeeds", exits: map[string][]int{"act-waitdaemon-user": {1, 1, 0}}, retries: 3, wantAttempts: []int{1, 1, 0}},
+		{name: "retries spent", exits: map[string][]int{"act-waitdaemon-user": {1}}, retries: 2, wantAttempts: []int{1, 1, 1}, wantExit: 1, wantLeft: []string{"act-waitdaemon-user"}},
+		{
+			name: "the fallback runs after the retries", exits: map[string][]int{"act-waitdaemon-user": {2}}, retries: 1, fallback: true,
+			wantAttempts: []int{2, 2}, wantFallback: new(int), wantExit: 2, wantLeft: []string{"act-waitdaemon-user"},
+		},
+		{
+			name: "a failed fallback is kept too", exits: map[string][]int{"act-waitdaemon-user": {2}, "act-waitdaemon-fallback": {9}}, fallback: true,
+			wantAttempts: []int{2}, wantFallback: ptr(9), wantExit: 2, wantLeft: []string{"act-waitdaemon-fallback", "act-waitdaemon-user"},
+		},
+		{name: "an unused fallback is removed", fallback: true, wantAttempts: []int{0}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := waiterFake(tc.fallback)
+			eng.Exits = tc.exits
+			var out bytes.Buffer
+			if err := Two(context.Background(), eng, waiterArgs(tc.retries, tc.fallback), Options{Stdout: &out}); err != nil {
+				t.Fatal(err)
+			}
+			res := lastResult(t, out.String())
+			var codes []int
+			for i, a := range res.Attempts {
+				codes = append(codes, a.ExitCode)
+				if a.Attempt != i+1 || len(a.LogTail) != 2 || !strings.Contains(a.LogTail[0], "run "+string(rune('1'+i))) || a.Kept != (tc.wantExit != 0) {
+					t.Errorf("attempt %d = %+v", i+1, a)
+				}
+			}
+			if !slices.Equal(codes, tc.wantAttempts) || res.ExitCode != tc.wantExit || res.Action != "act" {
+				t.Errorf("result = exit %d, attempts %v, action %q; want %d, %v, act", res.ExitCode, codes, res.Action, tc.wantExit, tc.wantAttempts)
+			}
+			switch {
+			case tc.wantFallback == nil && res.Fallback != nil:
+				t.Errorf("the fallback ran: %+v", res.Fallback)
+			case tc.wantFallback != nil && (res.Fallback == nil || res.Fallback.ExitCode != *tc.wantFallback):
+				t.Errorf("fallback = %+v, want exit %d", res.Fallback, *tc.wantFallback)
+			}
+			want := append(slices.Clone(tc.wantLeft), "act-waitdaemon-waiter")
+			slices.Sort(want)
+			if got := eng.Names(); !slices.Equal(got, want) {
+				t.Errorf("left (-want +got):\n-%q\n+%q", want, got)
+			}
+			starts := 0
+			for _, c := range eng.Calls() {
+				if c == "Start act-waitdaemon-user" {
+					starts++
+				}
+			}
+			if starts != len(tc.wantAttempts) {
+				t.Errorf("the user container was started %d times, want %d", starts, len(tc.wantAttempts))
+			}
+		})
+	}
+}
+
+// TestTwoWaits: the user container starts WaitSeconds after the action's
+// exit, by the engine's clock, not after the waiter learnt of it.
+func TestTwoWaits(t *testing.T) {
+	eng := waiterFake(false)
+	eng.ExitedAt = time.Now().Add(-700 * time.Millisecond)
+	args := waiterArgs(0, false)
+	args.WaitSeconds = 1
+	var out bytes.Buffer
+	began := time.Now()
+	if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	var started waited
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, `"msg":"started user container"`) {
+			_ = json.Unmarshal([]byte(l), &started)
+		}
+	}
+	sent, err := time.Parse(time.RFC3339Nano, started.StartSent)
+	if err != nil || sent.Before(eng.ExitedAt.Add(time.Second)) || sent.Sub(began) > 900*time.Millisecond {
+		t.Errorf("start sent at %v (%v), want a second after the exit at %v, about 300 ms after the waiter began at %v", sent, err, eng.ExitedAt, began)
+	}
+}
+
+// TestTwoSignals: a signal during the action or the wait removes what
+// would have run, and starts nothing; one after the start leaves the user
+// container running and removes nothing.
+func TestTwoSignals(t *testing.T) {
+	t.Run("during the action", func(t *testing.T) {
+		eng := waiterFake(true)
+		eng.Block = map[string]bool{"ActionExited": true}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		var out bytes.Buffer
+		if err := Two(ctx, eng, waiterArgs(0, true), Options{Stdout: &out}); err != nil {
+			t.Fatal(err)
+		}
+		checkCancelled(t, eng, out.String())
+	})
+	t.Run("during the wait", func(t *testing.T) {
+		eng := waiterFake(true)
+		args := waiterArgs(0, true)
+		args.WaitSeconds = 60
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		var out bytes.Buffer
+		if err := Two(ctx, eng, args, Options{Stdout: &out}); err != nil {
+			t.Fatal(err)
+		}
+		checkCancelled(t, eng, out.String())
+	})
+	t.Run("after the start", func(t *testing.T) {
+		eng := waiterFake(false)
+		eng.Block = map[string]bool{"Follow act-waitdaemon-user": true}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		var out bytes.Buffer
+		if err := Two(ctx, eng, waiterArgs(0, false), Options{Stdout: &out}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "the user container runs on") || slices.ContainsFunc(eng.Calls(), func(c string) bool { return strings.HasPrefix(c, "Remove") }) {
+			t.Errorf("calls %q, output:\n%s\nwant nothing removed and the user container left running", eng.Calls(), out.String())
+		}
+	})
+}
+
+func checkCancelled(t *testing.T, eng *fake.Engine, out string) {
+	t.Helper()
+	if got := eng.Names(); !slices.Equal(got, []string{"act-waitdaemon-waiter"}) {
+		t.Errorf("left: %q; want the waiter alone", got)
+	}
+	if slices.ContainsFunc(eng.Calls(), func(c string) bool { return strings.HasPrefix(c, "Start") }) || !strings.Contains(out, "cancelled during the wait") {
+		t.Errorf("calls %q, output:\n%s\nwant no start and the cancel logged", eng.Calls(), out)
+	}
+}
+
+// TestTwoResultFile: the waiter answers phase 1's question, then writes
+// the result file, the same as its last line.
+func TestTwoResultFile(t *testing.T) {
+	dir := t.TempDir()
+	eng := waiterFake(false)
+	eng.Exits = map[string][]int{"act-waitdaemon-user": {4}}
+	args := waiterArgs(0, false)
+	args.ResultFile = filepath.Join(dir, "result.json")
+	var out bytes.Buffer
+	if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "{") || !strings.Contains(strings.Split(out.String(), "\n")[0], msgResultWritable) {
+		t.Errorf("first line is not the answer to phase 1:\n%s", out.String())
+	}
+	data, err := os.ReadFile(args.ResultFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file result
+	if err := json.Unmarshal(data, &file); err != nil || file.ExitCode != 4 || file.Action != "act" || len(file.Attempts) != 1 {
+		t.Errorf("result file = %s (%v)", data, err)
+	}
+
+	t.Run("unwritable", func(t *testing.T) {
+		unwritableLinger = 0
+		t.Cleanup(func() { unwritableLinger = 30 * time.Second })
+		eng := waiterFake(false)
+		args := waiterArgs(0, false)
+		args.ResultFile = filepath.Join(dir, "none", "result.json")
+		var out bytes.Buffer
+		if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err == nil || !strings.Contains(out.String(), msgResultUnwritable) {
+			t.Errorf("error %v, output:\n%s\nwant the waiter to say it cannot write, and fail", err, out.String())
+		}
+		if slices.ContainsFunc(eng.Calls(), func(c string) bool { return strings.HasPrefix(c, "Start") }) {
+			t.Errorf("it started something: %q", eng.Calls())
+		}
+	})
+}
+
+// TestTwoStartFails: a start the engine refuses fails the waiter and
+// keeps the container for inspection.
+func TestTwoStartFails(t *testing.T) {
+	eng := waiterFake(false)
+	eng.Fail = map[string]error{"Start act-waitdaemon-user": os.ErrPermission}
+	err := Two(context.Background(), eng, waiterArgs(0, false), Options{Stdout: &bytes.Buffer{}})
+	if err == nil || !strings.Contains(err.Error(), "starting the user container (kept for inspection)") {
+		t.Errorf("error = %v", err)
+	}
+	if got := eng.Names(); !slices.Contains(got, "act-waitdaemon-user") {
+		t.Errorf("left: %q; want the user container kept", got)
+	}
+}
