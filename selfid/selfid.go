@@ -3,6 +3,12 @@
 // cgroup paths, its mount table and its hostname. Each candidate is tagged with
 // the method that found it. None of them is proof: the caller confirms them in
 // order (for example with a Docker inspect) and takes the first that exists.
+//
+// On containerd, ContainerdCgroup reads the containerd namespace and the
+// container ID from the same cgroup paths, and RootUpperdir the root
+// overlay's upperdir from the same mount table, for the caller to match
+// against its snapshots' mounts (Upperdir) where the cgroup says nothing.
+// All but Read are pure functions of what they are given.
 package selfid
 
 import (
