@@ -93,8 +93,10 @@ type Client struct {
 	initErr error
 	http    *retryablehttp.Client
 	traceMu sync.Mutex
-	// newID names streams; tests make it deterministic.
+	// newID names streams and leases, now dates leases; tests make both
+	// deterministic.
 	newID func() string
+	now   func() time.Time
 }
 
 // DefaultWaitForEngine is how long a Client waits for a daemon that is
@@ -139,6 +141,9 @@ func (c *Client) init() error {
 		}
 		if c.newID == nil {
 			c.newID = randomID
+		}
+		if c.now == nil {
+			c.now = time.Now
 		}
 		rt := c.Transport
 		if rt == nil {

@@ -179,7 +179,8 @@ var (
 )
 
 // Pull has the daemon pull req.Ref for one platform, store it under that
-// name and unpack it, and returns when it is done. Credentials go to the
+// name and unpack it, and returns when it is done. It works under the
+// lease of ctx (WithLease), or under one of its own, deleted at the end. Credentials go to the
 // daemon only when it asks for a host, through req.Auth; progress comes
 // back through req.Progress. A missing tag fails as NotFound; a refused
 // login or a TLS failure as Unknown.
@@ -197,6 +198,21 @@ func (c *Client) Pull(ctx context.Context, req PullRequest) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if leaseOf(ctx) == "" {
+		// The daemon forgets a stream only with its lease: without one,
+		// every pull would leave its streams behind.
+		id := c.newID()
+		if _, err := c.LeaseCreate(ctx, id, c.now().Add(time.Hour)); err != nil {
+			return fmt.Errorf("pulling %s: %w", req.Ref, err)
+		}
+		defer func() {
+			// Even when ctx has ended: a fresh, short context.
+			dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer dcancel()
+			_ = c.LeaseDelete(dctx, id, false)
+		}()
+		ctx = WithLease(ctx, id)
+	}
 	src := ociRegistry{Reference: req.Ref, Resolver: registryResolver{HostDir: req.HostDir}}
 	var wg sync.WaitGroup
 	defer wg.Wait()

@@ -127,12 +127,18 @@ func (s *stream) end(err error) {
 func (s *stream) Close() {
 	s.CloseSend()
 	s.cancel()
-	go func() {
+	closeBody := func() {
 		<-s.ready
 		if s.resp != nil {
 			s.resp.Body.Close()
 		}
-	}()
+	}
+	select {
+	case <-s.ready:
+		closeBody()
+	default:
+		go closeBody() // the send ends with ctx
+	}
 }
 
 // sendBuffer is the request body of a bidirectional stream: Send appends

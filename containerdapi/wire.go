@@ -108,8 +108,18 @@ func (t tree) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// customTree is a message with a readable form of its own: an Any shows
+// its value decoded.
+type customTree interface {
+	tree() tree
+	fromTree(v any) error
+}
+
 // toTree is m's readable form.
 func toTree(m message) tree {
+	if c, ok := m.(customTree); ok {
+		return c.tree()
+	}
 	t := tree{}
 	for _, f := range m.fields() {
 		if v, ok := f.v.tree(); ok {
@@ -122,6 +132,9 @@ func toTree(m message) tree {
 // fromTree sets m from its readable form, as JSON decodes it (with
 // UseNumber).
 func fromTree(v any, m message) error {
+	if c, ok := m.(customTree); ok {
+		return c.fromTree(v)
+	}
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return fmt.Errorf("expected an object, got %T", v)

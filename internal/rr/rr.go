@@ -93,9 +93,29 @@ func Open(t testing.TB, dir, engine, name string) *Session {
 	return &Session{Socket: Serve(t, r)}
 }
 
+// Recording reports whether the test binary records the fixtures of
+// engine (-record=engine) instead of replaying them.
+func Recording(engine string) bool { return *record == engine }
+
 // Serve runs h on a fresh unix socket until the test ends, and returns
 // the socket's path.
 func Serve(t testing.TB, h http.Handler) string {
+	t.Helper()
+	return serve(t, &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, true)
+}
+
+// ServeH2C is Serve for HTTP/2 without TLS ("prior knowledge"), as gRPC
+// clients such as containerd's speak it.
+func ServeH2C(t testing.TB, h http.Handler) string {
+	t.Helper()
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	// Closed at once when the test ends: a shutdown would wait for the
+	// client's idle HTTP/2 connection to go.
+	return serve(t, &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, Protocols: &p}, false)
+}
+
+func serve(t testing.TB, srv *http.Server, graceful bool) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "rr")
 	if err != nil {
@@ -106,12 +126,13 @@ func Serve(t testing.TB, h http.Handler) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
+		if graceful {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = srv.Shutdown(ctx)
+		}
 		_ = srv.Close()
 		os.RemoveAll(dir)
 	})
@@ -332,7 +353,14 @@ func Scrub(data []byte) []byte {
 	for id, fake := range ids {
 		s = regexp.MustCompile(`\b`+id[:12]+`\b`).ReplaceAllString(s, fake[:12])
 	}
-	s = timestamp.ReplaceAllStringFunc(s, func(ts string) string {
+	return ScrubTimes([]byte(s))
+}
+
+// ScrubTimes makes every date one fixed date (the engine's "never",
+// 0001-01-01…, is kept), leaving IDs alone: for recordings whose IDs are
+// content digests or chosen by the test.
+func ScrubTimes(data []byte) []byte {
+	s := timestamp.ReplaceAllStringFunc(string(data), func(ts string) string {
 		if strings.HasPrefix(ts, "0001-") { // the engine's "never"
 			return ts
 		}
@@ -341,3 +369,7 @@ func Scrub(data []byte) []byte {
 	s = unixTime.ReplaceAllString(s, `"$1": 1767225600`)
 	return []byte(s)
 }
+
+// CanonicalJSON is m with its object keys sorted and no spaces, for
+// comparing two JSON texts; m itself when it is not JSON.
+func CanonicalJSON(m json.RawMessage) string { return canonicalJSON(m) }
