@@ -119,6 +119,8 @@ func Plan(in Input) (Spec, error) {
 	switch {
 	case s.Process == nil:
 		return Spec{}, errors.New("planning from the action's spec: it has no process")
+	case len(s.Process.Args) == 0:
+		return Spec{}, errors.New("planning from the action's spec: its process has no args")
 	case s.Linux == nil:
 		return Spec{}, errors.New("planning from the action's spec: it has no linux section")
 	case in.ID == "":

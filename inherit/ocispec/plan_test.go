@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/waitdaemon/waitdaemon/inherit"
 	"github.com/waitdaemon/waitdaemon/internal/linediff"
@@ -529,6 +530,7 @@ func TestPlanErrors(t *testing.T) {
 		want string
 	}{
 		{"no process", func(in *Input) { in.Spec.Process = nil }, "planning from the action's spec: it has no process"},
+		{"no args", func(in *Input) { in.Spec.Process.Args = nil }, "planning from the action's spec: its process has no args"},
 		{"no linux", func(in *Input) { in.Spec.Linux = nil }, "planning from the action's spec: it has no linux section"},
 		{"no ID", func(in *Input) { in.ID = "" }, "planning the user container: no container ID"},
 		{"no namespace", func(in *Input) { in.Namespace = "" }, "planning the user container: no containerd namespace"},
@@ -586,8 +588,8 @@ func FuzzPlan(f *testing.F) {
 	f.Add([]byte(`{"process":{"args":["/waitdaemon","action","--"],"env":["IMAGE=a"]},"linux":{"namespaces":[{"type":"network","path":"/x"}]},"mounts":[{"destination":"/root/.docker/x"},{"destination":"/etc//hosts"}]}`), "WAITDAEMON_IMAGE=b\nWAIT_SECONDS=1")
 	f.Fuzz(func(t *testing.T, data []byte, env string) {
 		var s Spec
-		if err := json.Unmarshal(data, &s); err != nil || s.Process == nil {
-			return
+		if err := json.Unmarshal(data, &s); err != nil || s.Process == nil || !utf8.ValidString(env) {
+			return // JSON, and so a spec, holds no invalid UTF-8
 		}
 		if env != "" {
 			s.Process.Env = append(s.Process.Env, strings.Split(env, "\n")...)
@@ -635,7 +637,7 @@ func FuzzPlan(f *testing.F) {
 		if len(out.Process.Args) == 0 {
 			t.Error("no args")
 		}
-		js, err := json.Marshal(out)
+		js, err := json.MarshalIndent(out, "", " ")
 		if err != nil {
 			t.Fatalf("the plan does not encode: %v", err)
 		}
@@ -643,7 +645,7 @@ func FuzzPlan(f *testing.F) {
 		if err := json.Unmarshal(js, &back); err != nil {
 			t.Fatalf("the plan does not decode: %v", err)
 		}
-		again, err := json.Marshal(back)
+		again, err := json.MarshalIndent(back, "", " ")
 		if err != nil || !bytes.Equal(js, again) {
 			t.Errorf("the plan changes through JSON (%v):\n%s", err, linediff.Text(string(js), string(again)))
 		}
