@@ -32,15 +32,15 @@ func SpecAny(specJSON []byte) Any {
 // anyTypes are the Any payloads this package reads and writes; the trace
 // and the fixtures show them decoded. Type URLs are bare proto names, as
 // the daemon's Transfer and Streaming services use them.
-var anyTypes = map[string]func() message{
-	"containerd.services.streaming.v1.StreamInit": func() message { return &streamInit{} },
-	"google.protobuf.Empty":                       func() message { return &empty{} },
-	"containerd.types.transfer.OCIRegistry":       func() message { return &ociRegistry{} },
-	"containerd.types.transfer.ImageStore":        func() message { return &imageStore{} },
-	"containerd.types.transfer.AuthRequest":       func() message { return &authRequest{} },
-	"containerd.types.transfer.AuthResponse":      func() message { return &authResponse{} },
-	"containerd.types.transfer.Progress":          func() message { return &Progress{} },
-	"containerd.events.TaskExit":                  func() message { return &TaskExit{} },
+var anyTypes = map[string]message{
+	"containerd.services.streaming.v1.StreamInit": &streamInit{},
+	"google.protobuf.Empty":                       &empty{},
+	"containerd.types.transfer.OCIRegistry":       &ociRegistry{},
+	"containerd.types.transfer.ImageStore":        &imageStore{},
+	"containerd.types.transfer.AuthRequest":       &authRequest{},
+	"containerd.types.transfer.AuthResponse":      &authResponse{},
+	"containerd.types.transfer.Progress":          &Progress{},
+	"containerd.events.TaskExit":                  &TaskExit{},
 }
 
 // anyOf wraps m, whose type URL is name.
@@ -62,8 +62,8 @@ func (a *Any) tree() tree {
 			return append(t, kv{"json", json.RawMessage(dockerapi.Redact(compact.Bytes()))})
 		}
 	}
-	if newMsg, ok := anyTypes[a.TypeURL]; ok {
-		m := newMsg()
+	if proto, ok := anyTypes[a.TypeURL]; ok {
+		m := newLike(proto)
 		if unmarshal(a.Value, m) == nil {
 			return append(t, kv{"fields", toTree(m)})
 		}
@@ -83,11 +83,11 @@ func (a *Any) fromTree(v any) error {
 		a.Value = data
 		return err
 	case obj["fields"] != nil:
-		newMsg, ok := anyTypes[a.TypeURL]
+		proto, ok := anyTypes[a.TypeURL]
 		if !ok {
 			return fmt.Errorf("type %q: fields given for a type this package does not know", a.TypeURL)
 		}
-		m := newMsg()
+		m := newLike(proto)
 		if err := fromTree(obj["fields"], m); err != nil {
 			return err
 		}

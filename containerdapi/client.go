@@ -219,17 +219,18 @@ func leaseOf(ctx context.Context) string {
 // whether it is safe to repeat after an attempt that may have reached
 // the daemon.
 type rpc struct {
-	name       string // "containerd.services.containers.v1.Containers/Get"
-	newReq     func() message
-	newResp    func() message
+	name string // "containerd.services.containers.v1.Containers/Get"
+	// req and resp are zero messages of the request's and the answer's
+	// types, for the fixtures' codec.
+	req, resp  message
 	idempotent bool
 }
 
 // rpcs holds every rpc by name, for the fixtures' codec.
 var rpcs = map[string]*rpc{}
 
-func newRPC(name string, req, resp func() message, idempotent bool) *rpc {
-	r := &rpc{name: name, newReq: req, newResp: resp, idempotent: idempotent}
+func newRPC(name string, req, resp message, idempotent bool) *rpc {
+	r := &rpc{name: name, req: req, resp: resp, idempotent: idempotent}
 	rpcs[name] = r
 	return r
 }

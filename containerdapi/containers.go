@@ -14,7 +14,7 @@ type Container struct {
 	ID          string            // 1
 	Labels      map[string]string // 2
 	Image       string            // 3
-	Runtime     *Runtime          // 4
+	Runtime     Runtime           // 4
 	Spec        Any               // 5: the OCI runtime spec; see SpecAny
 	Snapshotter string            // 6
 	SnapshotKey string            // 7
@@ -27,7 +27,7 @@ func (c *Container) fields() []field {
 		{1, "id", stringValue{&c.ID}},
 		{2, "labels", mapValue{&c.Labels}},
 		{3, "image", stringValue{&c.Image}},
-		{4, "runtime", msgPtr[Runtime, *Runtime]{&c.Runtime}},
+		{4, "runtime", msgValue{&c.Runtime}},
 		{5, "spec", anyValue{&c.Spec}},
 		{6, "snapshotter", stringValue{&c.Snapshotter}},
 		{7, "snapshot_key", stringValue{&c.SnapshotKey}},
@@ -35,6 +35,13 @@ func (c *Container) fields() []field {
 		{9, "updated_at", timeValue{&c.UpdatedAt}},
 	}
 }
+
+// containerList is a repeated Container (see msgList).
+type containerList []Container
+
+func (l *containerList) len() int         { return len(*l) }
+func (l *containerList) at(i int) message { return &(*l)[i] }
+func (l *containerList) add() message     { *l = append(*l, Container{}); return &(*l)[len(*l)-1] }
 
 // RuncV2 is the runtime of every container waitdaemon creates.
 const RuncV2 = "io.containerd.runc.v2"
@@ -81,7 +88,7 @@ func (m *listContainersRequest) fields() []field {
 	return []field{{1, "filters", stringsValue{&m.Filters}}}
 }
 func (m *listContainersResponse) fields() []field {
-	return []field{{1, "containers", msgList[Container, *Container]{&m.Containers}}}
+	return []field{{1, "containers", msgList{(*containerList)(&m.Containers)}}}
 }
 func (m *updateContainerRequest) fields() []field {
 	return []field{{1, "container", msgValue{&m.Container}}, {2, "update_mask", msgValue{&m.UpdateMask}}}
@@ -91,11 +98,11 @@ func (m *fieldMask) fields() []field { return []field{{1, "paths", stringsValue{
 const containersService = "containerd.services.containers.v1.Containers/"
 
 var (
-	containersGet    = newRPC(containersService+"Get", func() message { return &containerID{} }, func() message { return &containerMsg{} }, true)
-	containersList   = newRPC(containersService+"List", func() message { return &listContainersRequest{} }, func() message { return &listContainersResponse{} }, true)
-	containersCreate = newRPC(containersService+"Create", func() message { return &containerMsg{} }, func() message { return &containerMsg{} }, true)
-	containersUpdate = newRPC(containersService+"Update", func() message { return &updateContainerRequest{} }, func() message { return &containerMsg{} }, true)
-	containersDelete = newRPC(containersService+"Delete", func() message { return &containerID{} }, func() message { return &empty{} }, true)
+	containersGet    = newRPC(containersService+"Get", &containerID{}, &containerMsg{}, true)
+	containersList   = newRPC(containersService+"List", &listContainersRequest{}, &listContainersResponse{}, true)
+	containersCreate = newRPC(containersService+"Create", &containerMsg{}, &containerMsg{}, true)
+	containersUpdate = newRPC(containersService+"Update", &updateContainerRequest{}, &containerMsg{}, true)
+	containersDelete = newRPC(containersService+"Delete", &containerID{}, &empty{}, true)
 )
 
 // ContainerGet returns the container id.

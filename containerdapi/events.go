@@ -65,7 +65,7 @@ func (m *subscribeRequest) fields() []field {
 	return []field{{1, "filters", stringsValue{&m.Filters}}}
 }
 
-var eventsSubscribe = newRPC("containerd.services.events.v1.Events/Subscribe", func() message { return &subscribeRequest{} }, func() message { return &Envelope{} }, true)
+var eventsSubscribe = newRPC("containerd.services.events.v1.Events/Subscribe", &subscribeRequest{}, &Envelope{}, true)
 
 // Subscription is a stream of events. Close it when done.
 type Subscription struct {

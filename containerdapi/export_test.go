@@ -19,10 +19,11 @@ func (codec) newMessage(method string, fromClient bool) (message, error) {
 	if !ok {
 		return nil, fmt.Errorf("method %q is not one of this package's", method)
 	}
+	proto := r.resp
 	if fromClient {
-		return r.newReq(), nil
+		proto = r.req
 	}
-	return r.newResp(), nil
+	return newLike(proto), nil
 }
 
 func (c codec) Decode(method string, fromClient bool, msg []byte) (json.RawMessage, error) {
@@ -59,7 +60,7 @@ func SetStreamIDs(c *Client, prefix string) {
 }
 
 // unimplemented is a method no containerd has.
-var unimplemented = newRPC("containerd.services.waitdaemon.v1.Nothing/Nothing", func() message { return &empty{} }, func() message { return &empty{} }, true)
+var unimplemented = newRPC("containerd.services.waitdaemon.v1.Nothing/Nothing", &empty{}, &empty{}, true)
 
 // CallUnimplemented calls it.
 func CallUnimplemented(ctx context.Context, c *Client) error {

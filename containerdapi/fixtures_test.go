@@ -92,14 +92,14 @@ func TestContainers(t *testing.T) {
 		ID:      id,
 		Labels:  map[string]string{"org.waitdaemon.action": "rr", "org.waitdaemon.role": "user"},
 		Image:   fixtureImage,
-		Runtime: &containerdapi.Runtime{Name: containerdapi.RuncV2},
+		Runtime: containerdapi.Runtime{Name: containerdapi.RuncV2},
 		Spec:    containerdapi.SpecAny([]byte(`{"ociVersion":"1.2.0","process":{"args":["true"],"env":["PATH=/bin","REGISTRY_PASSWORD=hunter2"],"cwd":"/"},"root":{"path":"rootfs"}}`)),
 	}
 	created, err := c.ContainerCreate(ctx, want)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if created.ID != id || !maps.Equal(created.Labels, want.Labels) || created.Runtime == nil || created.Runtime.Name != containerdapi.RuncV2 || created.CreatedAt.IsZero() {
+	if created.ID != id || !maps.Equal(created.Labels, want.Labels) || created.Runtime.Name != containerdapi.RuncV2 || created.CreatedAt.IsZero() {
 		t.Errorf("ContainerCreate() = %+v, want it as asked, with a creation time", created)
 	}
 	// Not a retry: a second create is a conflict.
@@ -227,7 +227,7 @@ func TestRunToExit(t *testing.T) {
 		ID:          id,
 		Labels:      map[string]string{"org.waitdaemon.action": "rr-run-to-exit"},
 		Image:       fixtureImage,
-		Runtime:     &containerdapi.Runtime{Name: containerdapi.RuncV2},
+		Runtime:     containerdapi.Runtime{Name: containerdapi.RuncV2},
 		Spec:        containerdapi.SpecAny(ociSpec("sh", "-c", "echo out; echo err >&2; exit 3")),
 		Snapshotter: containerdapi.DefaultSnapshotter,
 		SnapshotKey: id,

@@ -68,6 +68,13 @@ func (m *Platform) fields() []field {
 	}
 }
 
+// platformList is a repeated Platform (see msgList).
+type platformList []Platform
+
+func (l *platformList) len() int         { return len(*l) }
+func (l *platformList) at(i int) message { return &(*l)[i] }
+func (l *platformList) add() message     { *l = append(*l, Platform{}); return &(*l)[len(*l)-1] }
+
 // DefaultPlatform is linux on the architecture waitdaemon was built for.
 func DefaultPlatform() Platform {
 	return Platform{OS: "linux", Architecture: runtime.GOARCH}
@@ -113,8 +120,8 @@ func (m *readContentResponse) fields() []field {
 }
 
 var (
-	imagesGet   = newRPC("containerd.services.images.v1.Images/Get", func() message { return &imageName{} }, func() message { return &imageMsg{} }, true)
-	contentRead = newRPC("containerd.services.content.v1.Content/Read", func() message { return &readContentRequest{} }, func() message { return &readContentResponse{} }, true)
+	imagesGet   = newRPC("containerd.services.images.v1.Images/Get", &imageName{}, &imageMsg{}, true)
+	contentRead = newRPC("containerd.services.content.v1.Content/Read", &readContentRequest{}, &readContentResponse{}, true)
 )
 
 // ImageGet returns the image named name, a fully qualified reference

@@ -48,8 +48,8 @@ func (m *deleteLeaseRequest) fields() []field {
 }
 
 var (
-	leasesCreate = newRPC("containerd.services.leases.v1.Leases/Create", func() message { return &createLeaseRequest{} }, func() message { return &leaseMsg{} }, false)
-	leasesDelete = newRPC("containerd.services.leases.v1.Leases/Delete", func() message { return &deleteLeaseRequest{} }, func() message { return &empty{} }, true)
+	leasesCreate = newRPC("containerd.services.leases.v1.Leases/Create", &createLeaseRequest{}, &leaseMsg{}, false)
+	leasesDelete = newRPC("containerd.services.leases.v1.Leases/Delete", &deleteLeaseRequest{}, &empty{}, true)
 )
 
 // LeaseCreate creates the lease id, which the garbage collector may drop

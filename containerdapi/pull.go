@@ -106,8 +106,8 @@ type (
 		Unpacks   []unpackConfiguration // 10
 	}
 	unpackConfiguration struct {
-		Platform    *Platform // 1
-		Snapshotter string    // 2
+		Platform    Platform // 1
+		Snapshotter string   // 2
 	}
 	streamInit struct {
 		ID string // 1
@@ -151,16 +151,24 @@ func (m *imageStore) fields() []field {
 	return []field{
 		{1, "name", stringValue{&m.Name}},
 		{2, "labels", mapValue{&m.Labels}},
-		{3, "platforms", msgList[Platform, *Platform]{&m.Platforms}},
-		{10, "unpacks", msgList[unpackConfiguration, *unpackConfiguration]{&m.Unpacks}},
+		{3, "platforms", msgList{(*platformList)(&m.Platforms)}},
+		{10, "unpacks", msgList{(*unpackList)(&m.Unpacks)}},
 	}
 }
 func (m *unpackConfiguration) fields() []field {
 	return []field{
-		{1, "platform", msgPtr[Platform, *Platform]{&m.Platform}},
+		{1, "platform", msgValue{&m.Platform}},
 		{2, "snapshotter", stringValue{&m.Snapshotter}},
 	}
 }
+
+// unpackList is a repeated unpackConfiguration (see msgList).
+type unpackList []unpackConfiguration
+
+func (l *unpackList) len() int         { return len(*l) }
+func (l *unpackList) at(i int) message { return &(*l)[i] }
+func (l *unpackList) add() message     { *l = append(*l, unpackConfiguration{}); return &(*l)[len(*l)-1] }
+
 func (m *streamInit) fields() []field { return []field{{1, "id", stringValue{&m.ID}}} }
 func (m *authRequest) fields() []field {
 	return []field{{1, "host", stringValue{&m.Host}}, {2, "reference", stringValue{&m.Reference}}}
@@ -174,8 +182,8 @@ func (m *authResponse) fields() []field {
 }
 
 var (
-	transferTransfer = newRPC("containerd.services.transfer.v1.Transfer/Transfer", func() message { return &transferRequest{} }, func() message { return &empty{} }, true)
-	streamingStream  = newRPC("containerd.services.streaming.v1.Streaming/Stream", func() message { return &Any{} }, func() message { return &Any{} }, false)
+	transferTransfer = newRPC("containerd.services.transfer.v1.Transfer/Transfer", &transferRequest{}, &empty{}, true)
+	streamingStream  = newRPC("containerd.services.streaming.v1.Streaming/Stream", &Any{}, &Any{}, false)
 )
 
 // Pull has the daemon pull req.Ref for one platform, store it under that
@@ -229,7 +237,7 @@ func (c *Client) Pull(ctx context.Context, req PullRequest) error {
 	dst := imageStore{
 		Name:      req.Ref,
 		Platforms: []Platform{platform},
-		Unpacks:   []unpackConfiguration{{Platform: &platform, Snapshotter: snapshotter}},
+		Unpacks:   []unpackConfiguration{{Platform: platform, Snapshotter: snapshotter}},
 	}
 	treq := &transferRequest{Source: anyOf("containerd.types.transfer.OCIRegistry", &src), Destination: anyOf("containerd.types.transfer.ImageStore", &dst)}
 	if req.Progress != nil {

@@ -28,6 +28,13 @@ func (m *Mount) fields() []field {
 	}
 }
 
+// mountList is a repeated Mount (see msgList).
+type mountList []Mount
+
+func (l *mountList) len() int         { return len(*l) }
+func (l *mountList) at(i int) message { return &(*l)[i] }
+func (l *mountList) add() message     { *l = append(*l, Mount{}); return &(*l)[len(*l)-1] }
+
 // SnapshotKind is containerd.services.snapshots.v1.Kind.
 type SnapshotKind uint32
 
@@ -84,7 +91,7 @@ func (m *snapshotRequest) fields() []field {
 	}
 }
 func (m *mountsResponse) fields() []field {
-	return []field{{1, "mounts", msgList[Mount, *Mount]{&m.Mounts}}}
+	return []field{{1, "mounts", msgList{(*mountList)(&m.Mounts)}}}
 }
 func (m *statSnapshotResponse) fields() []field {
 	return []field{{1, "info", msgValue{&m.Info}}}
@@ -93,10 +100,10 @@ func (m *statSnapshotResponse) fields() []field {
 const snapshotsService = "containerd.services.snapshots.v1.Snapshots/"
 
 var (
-	snapshotsPrepare = newRPC(snapshotsService+"Prepare", func() message { return &snapshotRequest{} }, func() message { return &mountsResponse{} }, false)
-	snapshotsMounts  = newRPC(snapshotsService+"Mounts", func() message { return &snapshotRequest{} }, func() message { return &mountsResponse{} }, true)
-	snapshotsStat    = newRPC(snapshotsService+"Stat", func() message { return &snapshotRequest{} }, func() message { return &statSnapshotResponse{} }, true)
-	snapshotsRemove  = newRPC(snapshotsService+"Remove", func() message { return &snapshotRequest{} }, func() message { return &empty{} }, true)
+	snapshotsPrepare = newRPC(snapshotsService+"Prepare", &snapshotRequest{}, &mountsResponse{}, false)
+	snapshotsMounts  = newRPC(snapshotsService+"Mounts", &snapshotRequest{}, &mountsResponse{}, true)
+	snapshotsStat    = newRPC(snapshotsService+"Stat", &snapshotRequest{}, &statSnapshotResponse{}, true)
+	snapshotsRemove  = newRPC(snapshotsService+"Remove", &snapshotRequest{}, &empty{}, true)
 )
 
 // SnapshotPrepare makes the active snapshot key on top of parent (a chain

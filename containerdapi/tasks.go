@@ -58,6 +58,13 @@ func (m *Process) fields() []field {
 	}
 }
 
+// processList is a repeated Process (see msgList).
+type processList []Process
+
+func (l *processList) len() int         { return len(*l) }
+func (l *processList) at(i int) message { return &(*l)[i] }
+func (l *processList) add() message     { *l = append(*l, Process{}); return &(*l)[len(*l)-1] }
+
 // TaskSpec is what Tasks/Create takes beyond the container's ID.
 type TaskSpec struct {
 	// Rootfs is the mounts of the container's snapshot (SnapshotMounts):
@@ -125,7 +132,7 @@ type (
 func (m *createTaskRequest) fields() []field {
 	return []field{
 		{1, "container_id", stringValue{&m.ContainerID}},
-		{3, "rootfs", msgList[Mount, *Mount]{&m.Rootfs}},
+		{3, "rootfs", msgList{(*mountList)(&m.Rootfs)}},
 		{4, "stdin", stringValue{&m.Stdin}},
 		{5, "stdout", stringValue{&m.Stdout}},
 		{6, "stderr", stringValue{&m.Stderr}},
@@ -160,20 +167,20 @@ func (m *killRequest) fields() []field {
 }
 func (m *listTasksRequest) fields() []field { return []field{{1, "filter", stringValue{&m.Filter}}} }
 func (m *listTasksResponse) fields() []field {
-	return []field{{1, "tasks", msgList[Process, *Process]{&m.Tasks}}}
+	return []field{{1, "tasks", msgList{(*processList)(&m.Tasks)}}}
 }
 func (m *getTaskResponse) fields() []field { return []field{{1, "process", msgValue{&m.Process}}} }
 
 const tasksService = "containerd.services.tasks.v1.Tasks/"
 
 var (
-	tasksCreate = newRPC(tasksService+"Create", func() message { return &createTaskRequest{} }, func() message { return &createTaskResponse{} }, false)
-	tasksStart  = newRPC(tasksService+"Start", func() message { return &taskRequest{} }, func() message { return &startResponse{} }, false)
-	tasksWait   = newRPC(tasksService+"Wait", func() message { return &taskRequest{} }, func() message { return &waitResponse{} }, true)
-	tasksDelete = newRPC(tasksService+"Delete", func() message { return &taskRequest{} }, func() message { return &deleteTaskResponse{} }, true)
-	tasksKill   = newRPC(tasksService+"Kill", func() message { return &killRequest{} }, func() message { return &empty{} }, true)
-	tasksList   = newRPC(tasksService+"List", func() message { return &listTasksRequest{} }, func() message { return &listTasksResponse{} }, true)
-	tasksGet    = newRPC(tasksService+"Get", func() message { return &taskRequest{} }, func() message { return &getTaskResponse{} }, true)
+	tasksCreate = newRPC(tasksService+"Create", &createTaskRequest{}, &createTaskResponse{}, false)
+	tasksStart  = newRPC(tasksService+"Start", &taskRequest{}, &startResponse{}, false)
+	tasksWait   = newRPC(tasksService+"Wait", &taskRequest{}, &waitResponse{}, true)
+	tasksDelete = newRPC(tasksService+"Delete", &taskRequest{}, &deleteTaskResponse{}, true)
+	tasksKill   = newRPC(tasksService+"Kill", &killRequest{}, &empty{}, true)
+	tasksList   = newRPC(tasksService+"List", &listTasksRequest{}, &listTasksResponse{}, true)
+	tasksGet    = newRPC(tasksService+"Get", &taskRequest{}, &getTaskResponse{}, true)
 )
 
 // TaskCreate creates the task of container id, stopped at its start

@@ -25,6 +25,13 @@ func (m *Namespace) fields() []field {
 	return []field{{1, "name", stringValue{&m.Name}}, {2, "labels", mapValue{&m.Labels}}}
 }
 
+// namespaceList is a repeated Namespace (see msgList).
+type namespaceList []Namespace
+
+func (l *namespaceList) len() int         { return len(*l) }
+func (l *namespaceList) at(i int) message { return &(*l)[i] }
+func (l *namespaceList) add() message     { *l = append(*l, Namespace{}); return &(*l)[len(*l)-1] }
+
 type (
 	listNamespacesRequest struct {
 		Filter string // 1
@@ -38,12 +45,12 @@ func (m *listNamespacesRequest) fields() []field {
 	return []field{{1, "filter", stringValue{&m.Filter}}}
 }
 func (m *listNamespacesResponse) fields() []field {
-	return []field{{1, "namespaces", msgList[Namespace, *Namespace]{&m.Namespaces}}}
+	return []field{{1, "namespaces", msgList{(*namespaceList)(&m.Namespaces)}}}
 }
 
 var (
-	versionVersion = newRPC("containerd.services.version.v1.Version/Version", func() message { return &empty{} }, func() message { return &VersionInfo{} }, true)
-	namespacesList = newRPC("containerd.services.namespaces.v1.Namespaces/List", func() message { return &listNamespacesRequest{} }, func() message { return &listNamespacesResponse{} }, true)
+	versionVersion = newRPC("containerd.services.version.v1.Version/Version", &empty{}, &VersionInfo{}, true)
+	namespacesList = newRPC("containerd.services.namespaces.v1.Namespaces/List", &listNamespacesRequest{}, &listNamespacesResponse{}, true)
 )
 
 // Version returns the daemon's version, for `waitdaemon version`.

@@ -5,7 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -40,8 +40,18 @@ type value interface {
 	decode(typ protowire.Type, b []byte) (int, error)
 	// tree is the readable form; ok is false when the field is unset.
 	tree() (v any, ok bool)
-	// fromTree sets the field from its readable form, parsed from JSON.
+}
+
+// treeSetter sets a field, or a message, from its readable form parsed
+// from JSON. Every value implements it; only the fixtures' replay needs
+// it, so it is kept out of value, and out of the binary.
+type treeSetter interface {
 	fromTree(v any) error
+}
+
+// newLike returns a new zero message of proto's type.
+func newLike(proto message) message {
+	return reflect.New(reflect.TypeOf(proto).Elem()).Interface().(message)
 }
 
 // marshal encodes m.
@@ -112,7 +122,6 @@ func (t tree) MarshalJSON() ([]byte, error) {
 // its value decoded.
 type customTree interface {
 	tree() tree
-	fromTree(v any) error
 }
 
 // toTree is m's readable form.
@@ -132,7 +141,7 @@ func toTree(m message) tree {
 // fromTree sets m from its readable form, as JSON decodes it (with
 // UseNumber).
 func fromTree(v any, m message) error {
-	if c, ok := m.(customTree); ok {
+	if c, ok := m.(treeSetter); ok {
 		return c.fromTree(v)
 	}
 	obj, ok := v.(map[string]any)
@@ -145,7 +154,7 @@ func fromTree(v any, m message) error {
 		if i < 0 {
 			return fmt.Errorf("unknown field %q", k)
 		}
-		if err := fs[i].v.fromTree(fv); err != nil {
+		if err := fs[i].v.(treeSetter).fromTree(fv); err != nil {
 			return fmt.Errorf("field %s: %w", k, err)
 		}
 	}
@@ -444,46 +453,6 @@ func (s mapValue) fromTree(v any) error {
 
 // Messages.
 
-// msgPtr is P, a sub-message, set or not: *T in Go.
-type msgPtr[T any, P interface {
-	*T
-	message
-}] struct{ p *P }
-
-func (s msgPtr[T, P]) encode(b []byte, num protowire.Number) []byte {
-	if *s.p == nil {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, marshal(*s.p))
-}
-
-func (s msgPtr[T, P]) decode(typ protowire.Type, b []byte) (int, error) {
-	if typ != protowire.BytesType {
-		return 0, errWireType(typ)
-	}
-	v, n := protowire.ConsumeBytes(b)
-	if n < 0 {
-		return n, nil
-	}
-	if *s.p == nil {
-		*s.p = new(T)
-	}
-	return n, unmarshal(v, *s.p)
-}
-
-func (s msgPtr[T, P]) tree() (any, bool) {
-	if *s.p == nil {
-		return nil, false
-	}
-	return toTree(*s.p), true
-}
-
-func (s msgPtr[T, P]) fromTree(v any) error {
-	*s.p = new(T)
-	return fromTree(v, *s.p)
-}
-
 // msgValue is a sub-message held by value: sent when it is not empty.
 type msgValue struct{ m message }
 
@@ -514,21 +483,25 @@ func (s msgValue) tree() (any, bool) {
 
 func (s msgValue) fromTree(v any) error { return fromTree(v, s.m) }
 
-// msgList is a repeated sub-message: []T in Go.
-type msgList[T any, P interface {
-	*T
-	message
-}] struct{ p *[]T }
+// msgList is a repeated sub-message, seen through a named slice type
+// (such as mountList for []Mount) that implements repeated.
+type msgList struct{ l repeated }
 
-func (s msgList[T, P]) encode(b []byte, num protowire.Number) []byte {
-	for i := range *s.p {
+type repeated interface {
+	len() int
+	at(i int) message
+	add() message // appends a zero element and returns it
+}
+
+func (s msgList) encode(b []byte, num protowire.Number) []byte {
+	for i := range s.l.len() {
 		b = protowire.AppendTag(b, num, protowire.BytesType)
-		b = protowire.AppendBytes(b, marshal(P(&(*s.p)[i])))
+		b = protowire.AppendBytes(b, marshal(s.l.at(i)))
 	}
 	return b
 }
 
-func (s msgList[T, P]) decode(typ protowire.Type, b []byte) (int, error) {
+func (s msgList) decode(typ protowire.Type, b []byte) (int, error) {
 	if typ != protowire.BytesType {
 		return 0, errWireType(typ)
 	}
@@ -536,33 +509,26 @@ func (s msgList[T, P]) decode(typ protowire.Type, b []byte) (int, error) {
 	if n < 0 {
 		return n, nil
 	}
-	var e T
-	if err := unmarshal(v, P(&e)); err != nil {
-		return 0, err
-	}
-	*s.p = append(*s.p, e)
-	return n, nil
+	return n, unmarshal(v, s.l.add())
 }
 
-func (s msgList[T, P]) tree() (any, bool) {
-	list := make([]tree, len(*s.p))
-	for i := range *s.p {
-		list[i] = toTree(P(&(*s.p)[i]))
+func (s msgList) tree() (any, bool) {
+	list := make([]tree, s.l.len())
+	for i := range list {
+		list[i] = toTree(s.l.at(i))
 	}
 	return list, len(list) > 0
 }
 
-func (s msgList[T, P]) fromTree(v any) error {
+func (s msgList) fromTree(v any) error {
 	list, ok := v.([]any)
 	if !ok {
 		return fmt.Errorf("expected a list, got %T", v)
 	}
 	for _, e := range list {
-		var m T
-		if err := fromTree(e, P(&m)); err != nil {
+		if err := fromTree(e, s.l.add()); err != nil {
 			return err
 		}
-		*s.p = append(*s.p, m)
 	}
 	return nil
 }
@@ -654,12 +620,4 @@ func (s anyValue) fromTree(v any) error { return s.p.fromTree(v) }
 
 func errWireType(typ protowire.Type) error {
 	return fmt.Errorf("unexpected wire type %d", typ)
-}
-
-// checkLen guards conversions of lengths read from the wire.
-func checkLen(n uint64) error {
-	if n > math.MaxInt32 {
-		return fmt.Errorf("message of %d bytes is too large", n)
-	}
-	return nil
 }
