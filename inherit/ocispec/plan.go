@@ -27,7 +27,10 @@
 //     image's Env with a container's.
 //   - process.cwd and process.user: the user image's, unless the action's
 //     differ from what its image gave (then the operator set them, and
-//     they travel).
+//     they travel). A user image's USER must be empty, root, 0 or a
+//     numeric uid:gid (else ErrUser): a name or a lone uid needs the
+//     image's /etc/passwd, which a plan cannot read, and for the same
+//     reason the user's supplementary groups are its own group alone.
 //   - root.path: "rootfs"; linux.cgroupsPath: /<namespace>/<id> of the
 //     new container.
 //   - network: with no network namespace in the action's spec, the user
@@ -47,7 +50,9 @@
 //     host's network the user container binds the host's own three
 //     files, read-only (the files the agent copied into the action's);
 //     on a private network it binds none and sees its image's own, since
-//     it has no network to resolve names on.
+//     it has no network to resolve names on. The host must have the
+//     three files (CaptainOS does): a missing bind source fails the task
+//     create.
 //   - withheld mounts: those at or below an Input.Withhold path (the
 //     registry config the action read its credentials from) or from at
 //     or below an Input.WithholdSources host path do not travel.
