@@ -20,7 +20,11 @@ const maxLate = 150 * time.Millisecond
 // the user container received, the timing of its start, and that nothing
 // is left behind.
 func TestInheritance(t *testing.T) {
-	c := setup(t)
+	onEngines(t, testInheritance)
+}
+
+func testInheritance(t *testing.T, c *dockerapi.Client) {
+	e := engineOf(c)
 	hostname, _ := os.Hostname()
 	cases := []struct {
 		name  string
@@ -32,15 +36,19 @@ func TestInheritance(t *testing.T) {
 		hostNet      bool
 		hostPid      bool
 		foundBy      string
+		cgroupns     bool // only where the engine honours a private cgroup namespace
 	}{
 		{
+			// Privileged, as real workers always are, where the engine
+			// can start it here.
 			name:  "tink-worker reboot-like, flags in the command",
 			shape: tinkWorker,
 			a: action{
-				name:    "e2e worker",
-				command: []string{"--help", "version", "-v"},
-				env:     map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "FOO": "bar baz", "PROBE_NAME": "p"},
-				pid:     "host",
+				name:       "e2e worker",
+				command:    []string{"--help", "version", "-v"},
+				env:        map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "FOO": "bar baz", "PROBE_NAME": "p"},
+				pid:        "host",
+				privileged: e.privileged,
 			},
 			wantArgs: []string{"/probe", "--help", "version", "-v"},
 			hostPid:  true,
@@ -85,6 +93,7 @@ func TestInheritance(t *testing.T) {
 			},
 			wantArgs: []string{"/probe", "reboot"},
 			foundBy:  "mountinfo",
+			cgroupns: true,
 		},
 		{
 			name:  "aliases: IMAGE and WAIT_SECONDS belong to the user",
@@ -102,6 +111,9 @@ func TestInheritance(t *testing.T) {
 		},
 	}
 	for _, tc := range cases {
+		if tc.cgroupns && !e.cgroupns {
+			continue
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			out := t.TempDir()
 			tc.a.volumes = []string{out + ":/out"}
@@ -140,17 +152,30 @@ func TestInheritance(t *testing.T) {
 				wantEnv = append(wantEnv, "IMAGE=user-value", "WAIT_SECONDS=user-wait")
 			}
 			// Exactly the action's variables and the image's PATH, besides
-			// what the runtime itself sets in every container.
+			// what the runtime itself sets in every container (with the
+			// user container's own values) and a Tty's TERM.
 			var gotEnv []string
+			seen := map[string]bool{}
 			for _, kv := range p.Env {
-				if name, _, _ := strings.Cut(kv, "="); name != "HOSTNAME" && name != "HOME" && !(name == "TERM" && tc.shape == tinkWorker) {
+				name, value, _ := strings.Cut(kv, "=")
+				if seen[name] {
+					t.Errorf("user env has %s more than once: %q", name, p.Env)
+				}
+				seen[name] = true
+				switch {
+				case name == "HOSTNAME" && value != p.Hostname:
+					// Copied from the action's inspect, it would name the
+					// action container (Podman puts it in Config.Env).
+					t.Errorf("user env has %s, but the user container's hostname is %q: the action's HOSTNAME was copied", kv, p.Hostname)
+				case slices.Contains(e.runtimeEnv, name), name == "TERM" && (tc.shape == tinkWorker || e.name == "podman"):
+				default:
 					gotEnv = append(gotEnv, kv)
 				}
 			}
 			slices.Sort(gotEnv)
 			slices.Sort(wantEnv)
 			if !slices.Equal(gotEnv, wantEnv) {
-				t.Errorf("user env = %q (less HOSTNAME, HOME and a Tty's TERM), want exactly %q", gotEnv, wantEnv)
+				t.Errorf("user env = %q (less the runtime's %q and TERM), want exactly %q", gotEnv, e.runtimeEnv, wantEnv)
 			}
 			for _, kv := range p.Env {
 				name, _, _ := strings.Cut(kv, "=")
@@ -169,7 +194,7 @@ func TestInheritance(t *testing.T) {
 			}
 			var gotMounts []string
 			for _, m := range p.Mounts {
-				runtime := m == "/" || m == "/etc/resolv.conf" || m == "/etc/hostname" || m == "/etc/hosts"
+				runtime := m == "/" || m == "/etc/resolv.conf" || m == "/etc/hostname" || m == "/etc/hosts" || slices.Contains(e.runtimeMounts, m)
 				for _, dir := range []string{"/proc", "/sys", "/dev"} {
 					runtime = runtime || m == dir || strings.HasPrefix(m, dir+"/")
 				}
@@ -222,43 +247,60 @@ func checkTiming(t *testing.T, r ran, started, exited map[string]any, wait int) 
 }
 
 // TestFailingUserContainerIsKept checks that a user container that exits
-// non-zero is kept, named and labelled, with its exit code logged.
+// non-zero is kept, named and labelled, with the action's settings, and
+// that the waiter's result carries its exit code and output.
 func TestFailingUserContainerIsKept(t *testing.T) {
-	c := setup(t)
-	out := t.TempDir()
-	r := runAction(t, c, tinkWorker, action{
-		name:    "e2e failing",
-		command: []string{"boom"},
-		env:     map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "PROBE_EXIT": "3"},
-		volumes: []string{out + ":/out"},
+	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+		e := engineOf(c)
+		out := t.TempDir()
+		r := runAction(t, c, tinkWorker, action{
+			name:       "e2e failing",
+			command:    []string{"boom"},
+			env:        map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "PROBE_EXIT": "3"},
+			volumes:    []string{out + ":/out"},
+			pid:        "host",
+			privileged: e.privileged,
+		})
+		if r.ExitCode != 0 {
+			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
+		}
+		const name = "action_e2e_failing-waitdaemon-user"
+		evs := followWaiter(t, c, r.ID)
+		res, ok := find(evs, "result")
+		if !ok {
+			t.Fatalf("the waiter logged no result: %v", evs)
+		}
+		attempts, _ := res["attempts"].([]any)
+		if len(attempts) != 1 {
+			t.Fatalf("result = %v, want one attempt", res)
+		}
+		first, _ := attempts[0].(map[string]any)
+		logTail, _ := first["log_tail"].([]any)
+		if res.num("exit_code") != 3 || first["kept"] != true || first["container"] != name ||
+			len(logTail) == 0 || logTail[len(logTail)-1] != "probe: exiting 3 as asked" || res.str("action") != "action_e2e_failing" {
+			t.Fatalf("result = %v, want exit_code 3, one attempt, kept, named, with the output's tail", res)
+		}
+		// The image is the user container's Config.Image, as the engine
+		// reports it (Podman: the name it resolved the short name to).
+		if res.str("image") != e.imageName(probeImage) {
+			t.Errorf("result image = %q, want %q", res.str("image"), e.imageName(probeImage))
+		}
+		ctx := testCtx(t)
+		kept, err := c.ContainerInspect(ctx, name)
+		if err != nil {
+			t.Fatalf("the failed user container was not kept: %v", err)
+		}
+		if kept.HostConfig.Privileged != e.privileged || kept.HostConfig.PidMode != "host" {
+			t.Errorf("kept container: Privileged %v, PidMode %q; want the action's, %v and host", kept.HostConfig.Privileged, kept.HostConfig.PidMode, e.privileged)
+		}
+		if kept.State.ExitCode != 3 || kept.Config.Labels["org.waitdaemon.role"] != "user" || kept.Config.Labels["org.waitdaemon.action-id"] != r.ID {
+			t.Errorf("kept container: exit %d, labels %v", kept.State.ExitCode, kept.Config.Labels)
+		}
+		if err := c.ContainerRemove(ctx, kept.ID, dockerapi.RemoveOptions{Force: true, Volumes: true}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, c, r.ID, 5*time.Second)
 	})
-	if r.ExitCode != 0 {
-		t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
-	}
-	evs := followWaiter(t, c, r.ID)
-	res, ok := find(evs, "result")
-	if !ok {
-		t.Fatalf("the waiter logged no result: %v", evs)
-	}
-	attempts, _ := res["attempts"].([]any)
-	first, _ := attempts[0].(map[string]any)
-	logTail, _ := first["log_tail"].([]any)
-	if res.num("exit_code") != 3 || len(attempts) != 1 || first["kept"] != true || first["container"] != "action_e2e_failing-waitdaemon-user" ||
-		len(logTail) == 0 || logTail[len(logTail)-1] != "probe: exiting 3 as asked" || res.str("action") != "action_e2e_failing" {
-		t.Fatalf("result = %v, want exit_code 3, one attempt, kept, named, with the output's tail", res)
-	}
-	ctx := testCtx(t)
-	kept, err := c.ContainerInspect(ctx, "action_e2e_failing-waitdaemon-user")
-	if err != nil {
-		t.Fatalf("the failed user container was not kept: %v", err)
-	}
-	if kept.State.ExitCode != 3 || kept.Config.Labels["org.waitdaemon.role"] != "user" || kept.Config.Labels["org.waitdaemon.action-id"] != r.ID {
-		t.Errorf("kept container: exit %d, labels %v", kept.State.ExitCode, kept.Config.Labels)
-	}
-	if err := c.ContainerRemove(ctx, kept.ID, dockerapi.RemoveOptions{Force: true, Volumes: true}); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(t, c, r.ID, 5*time.Second)
 }
 
 // TestSignals: SIGTERM during the wait cancels (nothing starts, nothing

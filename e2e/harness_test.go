@@ -47,6 +47,64 @@ func setup(t *testing.T) *dockerapi.Client {
 	return c
 }
 
+// testEngine is one row of the engine table: an engine every end-to-end
+// test runs on, and what it does differently, so that one test body
+// serves them all.
+type testEngine struct {
+	name  string
+	setup func(*testing.T) *dockerapi.Client
+	// privileged: privileged containers start (Podman's do on these
+	// machines; Docker's cannot: a missing capability).
+	privileged bool
+	// cgroupns: a private cgroup namespace is honoured (Podman 4.3's
+	// compatible API drops it).
+	cgroupns bool
+	// localhost: images loaded from Docker are named localhost/NAME, and
+	// a container's image is reported so.
+	localhost bool
+	// runtimeEnv are the variables the engine gives every container of
+	// its own accord, each with that container's own value.
+	runtimeEnv []string
+	// runtimeMounts are the mounts it gives every container, besides /,
+	// /proc, /sys, /dev and the /etc files.
+	runtimeMounts []string
+}
+
+// engines is the engine table.
+var engines = []testEngine{
+	{name: "docker", setup: setup, cgroupns: true, runtimeEnv: []string{"HOSTNAME", "HOME"}},
+	{name: "podman", setup: setupPodman, privileged: true, localhost: true, runtimeEnv: []string{"HOSTNAME", "HOME", "container"}, runtimeMounts: []string{"/run/.containerenv"}},
+}
+
+// onEngines runs f on every engine of the table.
+func onEngines(t *testing.T, f func(t *testing.T, c *dockerapi.Client)) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) { f(t, e.setup(t)) })
+	}
+}
+
+// engineOf is the row of the table whose engine c talks to.
+func engineOf(c *dockerapi.Client) testEngine {
+	name := "docker"
+	if isPodman(c) {
+		name = "podman"
+	}
+	for _, e := range engines {
+		if e.name == name {
+			return e
+		}
+	}
+	panic("no engine " + name + " in the table")
+}
+
+// imageName is how the engine reports an image the tests loaded.
+func (e testEngine) imageName(ref string) string {
+	if e.localhost {
+		return "localhost/" + ref
+	}
+	return ref
+}
+
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
