@@ -82,7 +82,7 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 	if err != nil {
 		return err
 	}
-	if !sleep(ctx, time.Until(exit.At.Add(time.Duration(w.WaitSeconds)*time.Second))) {
+	if !engine.Sleep(ctx, time.Until(exit.At.Add(time.Duration(w.WaitSeconds)*time.Second))) {
 		return w.cancel() // a signal during the action or the wait
 	}
 	res, err := w.runUser(ctx, exit)
@@ -102,7 +102,7 @@ func (w *waiter) answerResultFile(ctx context.Context) error {
 	}
 	if err := writable(w.ResultFile); err != nil {
 		logEvent(w.o.Stdout, msgResultUnwritable, map[string]string{"error": err.Error()})
-		sleep(ctx, unwritableLinger) // until phase 1 has read it and removes this waiter
+		engine.Sleep(ctx, unwritableLinger) // until phase 1 has read it and removes this waiter
 		return err
 	}
 	logEvent(w.o.Stdout, msgResultWritable, map[string]string{"result_file": w.ResultFile})
@@ -115,7 +115,7 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 	var res result
 	since := ""
 	for n := 1; ; n++ {
-		if n > 1 && !sleep(ctx, min(retryBase<<(n-2), retryCap)) {
+		if n > 1 && !engine.Sleep(ctx, min(retryBase<<(n-2), retryCap)) {
 			return res, ctx.Err()
 		}
 		what := "starting the user container (kept for inspection)"
@@ -280,21 +280,6 @@ func writeResult(file string, res result) (err error) {
 		dir.Close()
 	}
 	return nil
-}
-
-// sleep waits d, and reports false if ctx ended first, or had already.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

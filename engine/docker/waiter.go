@@ -139,7 +139,7 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 // the container is gone or the engine does not answer: the wait says.
 func pollExit(ctx context.Context, c *dockerapi.Client, container string, exited chan<- time.Time) {
 	deadline := time.Now().Add(exitPollFor)
-	for time.Now().Before(deadline) && sleep(ctx, exitPollEvery) {
+	for time.Now().Before(deadline) && engine.Sleep(ctx, exitPollEvery) {
 		ctr, err := c.ContainerInspect(ctx, container)
 		if err != nil {
 			return
@@ -179,7 +179,7 @@ func (e *Engine) waitAction(ctx context.Context, id string) (engine.Exit, error)
 			// The engine answered, and cannot wait. Count the exit from
 			// now, unless the action still runs: then ask again.
 			if ctr, ierr := e.C.ContainerInspect(ctx, id); ierr == nil && ctr.State.Running {
-				if !sleep(ctx, time.Second) {
+				if !engine.Sleep(ctx, time.Second) {
 					return now()
 				}
 				continue
@@ -193,7 +193,7 @@ func (e *Engine) waitAction(ctx context.Context, id string) (engine.Exit, error)
 			if time.Since(lostSince) > engineLost {
 				return engine.Exit{}, fmt.Errorf("waiting for the action container: no answer from the engine for %v: %w", engineLost, err)
 			}
-			if !sleep(ctx, time.Second) {
+			if !engine.Sleep(ctx, time.Second) {
 				return now()
 			}
 			continue
@@ -249,20 +249,8 @@ func waitRun(ctx context.Context, c *dockerapi.Client, container string, started
 				return ctr, wr.StatusCode, nil
 			}
 		}
-		if !sleep(ctx, staleWaitPause) {
+		if !engine.Sleep(ctx, staleWaitPause) {
 			return ctr, 0, ctx.Err()
 		}
-	}
-}
-
-// sleep waits d, and reports false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
