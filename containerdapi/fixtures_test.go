@@ -338,6 +338,8 @@ func TestPull(t *testing.T) {
 // recorded.
 func TestPullAuth(t *testing.T) {
 	c := client(t, "PullAuth")
+	var trace traceBuffer
+	c.Trace = &trace
 	ctx := ctx(t)
 	ref := authRegistry + "/rr/good:1"
 	var asked []string
@@ -354,6 +356,19 @@ func TestPullAuth(t *testing.T) {
 	}
 	if _, err := c.ImageGet(ctx, ref); err != nil {
 		t.Errorf("ImageGet() after the pull: %v", err)
+	}
+	for _, want := range []string{
+		`"type_url": "containerd.types.transfer.AuthRequest"`,
+		`"host": "` + authRegistry + `"`,
+		`"secret": "<redacted>"`,
+		`"username": "rr"`,
+	} {
+		if !strings.Contains(trace.String(), want) {
+			t.Errorf("the trace lacks %s:\n%s", want, trace.String())
+		}
+	}
+	if strings.Contains(trace.String(), rrPassword) {
+		t.Errorf("the trace shows the registry's password")
 	}
 	data, err := os.ReadFile(filepath.Join(fixtures, engine, "PullAuth.json"))
 	if err == nil && strings.Contains(string(data), rrPassword) {

@@ -1,0 +1,217 @@
+package containerdapi_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/internal/rr"
+)
+
+// TestRetryStatus runs calls against daemons that answer a sequence of
+// statuses (the last one repeats): UNAVAILABLE is retried for calls safe
+// to repeat, a few times; other statuses never are.
+func TestRetryStatus(t *testing.T) {
+	get := func(c *containerdapi.Client) error { _, err := c.ContainerGet(shortCtx(t), "web"); return err }
+	start := func(c *containerdapi.Client) error { _, err := c.TaskStart(shortCtx(t), "web"); return err }
+	cases := []struct {
+		name      string
+		call      func(*containerdapi.Client) error
+		codes     []containerdapi.Code
+		wantTries int
+		wantCode  containerdapi.Code // OK: success
+	}{
+		{name: "unavailable unavailable ok", call: get, codes: []containerdapi.Code{14, 14, 0}, wantTries: 3},
+		{name: "persistent unavailable", call: get, codes: []containerdapi.Code{14}, wantTries: 5, wantCode: containerdapi.Unavailable},
+		{name: "unavailable on a start", call: start, codes: []containerdapi.Code{14, 0}, wantTries: 1, wantCode: containerdapi.Unavailable},
+		{name: "not found", call: get, codes: []containerdapi.Code{5, 0}, wantTries: 1, wantCode: containerdapi.NotFound},
+		{name: "unknown", call: get, codes: []containerdapi.Code{2, 0}, wantTries: 1, wantCode: containerdapi.Unknown},
+		{name: "deadline exceeded", call: get, codes: []containerdapi.Code{4, 0}, wantTries: 1, wantCode: containerdapi.DeadlineExceeded},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var got hits
+			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+				readRequest(t, r)
+				n := got.add()
+				code := tc.codes[min(n, len(tc.codes))-1]
+				if code != containerdapi.OK {
+					fail(w, code, "answer "+string(rune('0'+n)))
+					return
+				}
+				answer(w, sub(1, str(1, "web")))
+			})
+			err := tc.call(c)
+			var apiErr *containerdapi.Error
+			switch {
+			case tc.wantCode == containerdapi.OK && err != nil:
+				t.Errorf("error %v, want success", err)
+			case tc.wantCode != containerdapi.OK && (!errors.As(err, &apiErr) || apiErr.Code != tc.wantCode):
+				t.Errorf("error %v, want code %v", err, tc.wantCode)
+			}
+			if got.count() != tc.wantTries {
+				t.Errorf("%d tries, want %d", got.count(), tc.wantTries)
+			}
+		})
+	}
+}
+
+// TestWaitForEngine: a socket that appears late (a daemon starting) is
+// waited for within WaitForEngine; with no wait, or past it, the call
+// fails as a transport error naming the socket.
+func TestWaitForEngine(t *testing.T) {
+	cases := []struct {
+		name    string
+		wait    time.Duration
+		appear  time.Duration // when the daemon starts listening; 0: never
+		refused bool          // a socket file that refuses connections first
+		wantErr bool
+	}{
+		{name: "appears within the wait", wait: 3 * time.Second, appear: 300 * time.Millisecond},
+		{name: "refused, then up", wait: 3 * time.Second, appear: 300 * time.Millisecond, refused: true},
+		{name: "never", wait: 300 * time.Millisecond, wantErr: true},
+		{name: "no wait", wait: -1, appear: 300 * time.Millisecond, wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			sock := filepath.Join(dir, "containerd.sock")
+			if tc.refused {
+				// A socket file nobody listens on: ECONNREFUSED.
+				l, err := net.Listen("unix", sock)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.(*net.UnixListener).SetUnlinkOnClose(false)
+				l.Close()
+			}
+			if tc.appear > 0 {
+				timer := time.AfterFunc(tc.appear, func() {
+					real := rr.ServeH2C(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						readRequest(t, r)
+						answer(w, str(1, "v2.2.1"))
+					}))
+					os.Remove(sock)
+					if err := os.Symlink(real, sock); err != nil {
+						t.Error(err)
+					}
+				})
+				t.Cleanup(func() { timer.Stop() })
+			}
+			c := &containerdapi.Client{Socket: sock, WaitForEngine: tc.wait}
+			start := time.Now()
+			v, err := c.Version(shortCtx(t))
+			if tc.wantErr {
+				var te *containerdapi.TransportError
+				if !errors.As(err, &te) || te.Socket != sock || !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ECONNREFUSED) {
+					t.Errorf("Version() error = %v, want a transport error on %s: no such file or refused", err, sock)
+				}
+				if tc.wait < 0 && time.Since(start) > 200*time.Millisecond {
+					t.Errorf("with no wait, the call took %v", time.Since(start))
+				}
+				return
+			}
+			if err != nil || v.Version != "v2.2.1" {
+				t.Errorf("Version() = %+v, %v; want v2.2.1 once the daemon is up", v, err)
+			}
+		})
+	}
+}
+
+// TestCreateAdopts: a create whose answer is lost is sent again; when the
+// retry meets AlreadyExists, a container with the same labels is ours and
+// the create succeeds; one with other labels is a real conflict.
+func TestCreateAdopts(t *testing.T) {
+	want := map[string]string{"org.waitdaemon.action": "a1"}
+	cases := []struct {
+		name      string
+		lose      bool              // the first create's answer is lost
+		there     map[string]string // the labels of the container already there
+		wantErr   bool
+		wantCalls string
+	}{
+		{name: "lost answer, same labels", lose: true, there: want, wantCalls: "Create Create Get"},
+		{name: "lost answer, other labels", lose: true, there: map[string]string{"org.waitdaemon.action": "a2"}, wantErr: true, wantCalls: "Create Create Get"},
+		{name: "conflict at once", there: want, wantErr: true, wantCalls: "Create"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls []string
+			var n hits
+			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+				readRequest(t, r)
+				method := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+				calls = append(calls, method)
+				switch {
+				case method == "Create" && n.add() == 1 && tc.lose:
+					panic(http.ErrAbortHandler) // the daemon did it; the answer never came
+				case method == "Create":
+					fail(w, containerdapi.AlreadyExists, `container "web": already exists`)
+				case method == "Get":
+					var labels [][]byte
+					for k, v := range tc.there {
+						labels = append(labels, sub(2, str(1, k), str(2, v)))
+					}
+					answer(w, sub(1, str(1, "web"), cat(labels...)))
+				}
+			})
+			got, err := c.ContainerCreate(shortCtx(t), containerdapi.Container{ID: "web", Labels: want})
+			if tc.wantErr != (err != nil) || tc.wantErr && !errors.Is(err, containerdapi.ErrAlreadyExists) || !tc.wantErr && got.ID != "web" {
+				t.Errorf("ContainerCreate() = %+v, %v; want error %v (AlreadyExists)", got, err, tc.wantErr)
+			}
+			if strings.Join(calls, " ") != tc.wantCalls {
+				t.Errorf("calls %q, want %q", strings.Join(calls, " "), tc.wantCalls)
+			}
+		})
+	}
+}
+
+// TestBrokenConnection: a call whose connection breaks is retried when it
+// is safe to repeat, and fails as a transport error when it is not.
+func TestBrokenConnection(t *testing.T) {
+	cases := []struct {
+		name      string
+		call      func(context.Context, *containerdapi.Client) error
+		wantTries int
+		wantErr   bool
+	}{
+		{name: "get", call: func(ctx context.Context, c *containerdapi.Client) error {
+			_, err := c.ContainerGet(ctx, "web")
+			return err
+		}, wantTries: 2},
+		{name: "task create", call: func(ctx context.Context, c *containerdapi.Client) error {
+			_, err := c.TaskCreate(ctx, "web", containerdapi.TaskSpec{})
+			return err
+		}, wantTries: 1, wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var n hits
+			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+				readRequest(t, r)
+				if n.add() == 1 {
+					panic(http.ErrAbortHandler)
+				}
+				answer(w, sub(1, str(1, "web")))
+			})
+			err := tc.call(shortCtx(t), c)
+			var te *containerdapi.TransportError
+			if tc.wantErr != (err != nil) || tc.wantErr && !errors.As(err, &te) {
+				t.Errorf("error %v, want a transport error: %v", err, tc.wantErr)
+			}
+			if n.count() != tc.wantTries {
+				t.Errorf("%d tries, want %d", n.count(), tc.wantTries)
+			}
+		})
+	}
+}

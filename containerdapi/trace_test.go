@@ -1,0 +1,120 @@
+package containerdapi_test
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/internal/linediff"
+)
+
+// traceBuffer is a trace writer the test can read while the client writes.
+type traceBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *traceBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *traceBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestTraceCall traces a create: the method, the metadata, the message
+// field by field with the spec as JSON (its secret-looking env value
+// redacted), the answer, and the status; then a call that fails.
+func TestTraceCall(t *testing.T) {
+	c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+		readRequest(t, r)
+		if strings.HasSuffix(r.URL.Path, "/Get") {
+			fail(w, containerdapi.NotFound, `container "gone" in namespace "tinkerbell": not found`)
+			return
+		}
+		answer(w, sub(1, str(1, "web"), sub(4, str(1, containerdapi.RuncV2))))
+	})
+	var trace traceBuffer
+	c.Trace = &trace
+	ctx := containerdapi.WithLease(shortCtx(t), "l1")
+	_, err := c.ContainerCreate(ctx, containerdapi.Container{
+		ID:      "web",
+		Labels:  map[string]string{"app": "web"},
+		Runtime: containerdapi.Runtime{Name: containerdapi.RuncV2},
+		Spec:    containerdapi.SpecAny([]byte(`{"process":{"env":["PATH=/bin", "API_TOKEN=s3cr3t"]}}`)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.ContainerGet(shortCtx(t), "gone")
+	want := `> containerd.services.containers.v1.Containers/Create
+> containerd-namespace: tinkerbell
+> containerd-lease: l1
+> {
+>   "container": {
+>     "id": "web",
+>     "labels": {
+>       "app": "web"
+>     },
+>     "runtime": {
+>       "name": "io.containerd.runc.v2"
+>     },
+>     "spec": {
+>       "type_url": "types.containerd.io/opencontainers/runtime-spec/1/Spec",
+>       "json": {
+>         "process": {
+>           "env": [
+>             "PATH=/bin",
+>             "API_TOKEN=<redacted>"
+>           ]
+>         }
+>       }
+>     }
+>   }
+> }
+< containerd.services.containers.v1.Containers/Create
+< {
+<   "container": {
+<     "id": "web",
+<     "runtime": {
+<       "name": "io.containerd.runc.v2"
+<     }
+<   }
+< }
+< containerd.services.containers.v1.Containers/Create: OK
+> containerd.services.containers.v1.Containers/Get
+> containerd-namespace: tinkerbell
+> {
+>   "id": "gone"
+> }
+< containerd.services.containers.v1.Containers/Get: NotFound: container "gone" in namespace "tinkerbell": not found
+`
+	if d := linediff.Text(want, trace.String()); d != "" {
+		t.Errorf("trace (-want +got):\n%s", d)
+	}
+	if strings.Contains(trace.String(), "s3cr3t") {
+		t.Errorf("the trace shows a secret env value")
+	}
+}
+
+// TestTraceTransportError: a call that gets no answer is traced with *.
+func TestTraceTransportError(t *testing.T) {
+	var trace traceBuffer
+	c := &containerdapi.Client{Socket: t.TempDir() + "/none.sock", WaitForEngine: -1, Trace: &trace}
+	_, err := c.Version(shortCtx(t))
+	if err == nil {
+		t.Fatal("Version() of a missing socket succeeded")
+	}
+	lines := strings.Split(strings.TrimSpace(trace.String()), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "* containerd.services.version.v1.Version/Version: ") || !strings.Contains(last, "no such file or directory") {
+		t.Errorf("the trace ends with %q, want * and the method and the dial's error", last)
+	}
+}
