@@ -1,0 +1,129 @@
+package containerdapi_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+)
+
+func TestChainID(t *testing.T) {
+	// The expected values are sha256sum's, of the strings the formula
+	// names (`printf 'sha256:aaaa sha256:bbbb' | sha256sum`).
+	cases := []struct {
+		name    string
+		diffIDs []string
+		want    string
+		wantErr bool
+	}{
+		{name: "one layer", diffIDs: []string{"sha256:aaaa"}, want: "sha256:aaaa"},
+		{name: "two", diffIDs: []string{"sha256:aaaa", "sha256:bbbb"}, want: "sha256:2c4d8760379f05d0ad1ed610712309f0114e7345e6e6a351494cff030ffdf197"},
+		{name: "three", diffIDs: []string{"sha256:aaaa", "sha256:bbbb", "sha256:cccc"}, want: "sha256:10f847b3ece58353f298bec20c58125235b631360ad43ac162131980750211ff"},
+		{name: "none", wantErr: true},
+		{name: "not sha256", diffIDs: []string{"sha256:aaaa", "md5:bbbb"}, wantErr: true},
+	}
+	for _, tc := range cases {
+		got, err := containerdapi.ChainID(tc.diffIDs)
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("%s: ChainID(%q) = %q, %v; want %q (error %v)", tc.name, tc.diffIDs, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestPickManifest(t *testing.T) {
+	d := func(digest, os, arch, variant string) containerdapi.Descriptor {
+		return containerdapi.Descriptor{Digest: digest, Platform: &containerdapi.Platform{OS: os, Architecture: arch, Variant: variant}}
+	}
+	index := []containerdapi.Descriptor{
+		{Digest: "sha256:attestation"}, // no platform: skipped
+		d("sha256:win", "windows", "amd64", ""),
+		d("sha256:amd64", "linux", "amd64", ""),
+		d("sha256:armv6", "linux", "arm", "v6"),
+		d("sha256:armv7", "linux", "arm", "v7"),
+		d("sha256:arm64", "linux", "arm64", "v8"),
+	}
+	cases := []struct {
+		platform containerdapi.Platform
+		want     string // "" for ErrNoPlatform
+	}{
+		{containerdapi.Platform{OS: "linux", Architecture: "amd64"}, "sha256:amd64"},
+		{containerdapi.Platform{OS: "linux", Architecture: "arm64"}, "sha256:arm64"},
+		{containerdapi.Platform{OS: "linux", Architecture: "arm", Variant: "v7"}, "sha256:armv7"},
+		{containerdapi.Platform{OS: "linux", Architecture: "arm"}, "sha256:armv6"},
+		{containerdapi.Platform{OS: "linux", Architecture: "riscv64"}, ""},
+	}
+	for _, tc := range cases {
+		got, err := containerdapi.PickManifest(index, tc.platform)
+		if got.Digest != tc.want || tc.want == "" && !errors.Is(err, containerdapi.ErrNoPlatform) {
+			t.Errorf("PickManifest(%s) = %s, %v; want %q", tc.platform, got.Digest, err, tc.want)
+		}
+	}
+}
+
+func TestIsQualified(t *testing.T) {
+	cases := []struct {
+		ref  string
+		want bool
+	}{
+		{"docker.io/library/alpine:3.20", true},
+		{"127.0.0.1:5000/rr/good:1", true},
+		{"localhost/x:1", true},
+		{"alpine:3.20", false},
+		{"library/alpine", false},
+	}
+	for _, tc := range cases {
+		if got := containerdapi.IsQualified(tc.ref); got != tc.want {
+			t.Errorf("IsQualified(%q) = %v, want %v", tc.ref, got, tc.want)
+		}
+	}
+}
+
+func TestStaticAuth(t *testing.T) {
+	auth := containerdapi.StaticAuth("registry.example:5000", "u", "p")
+	cases := []struct {
+		host           string
+		wantUser, want string
+		wantOK         bool
+	}{
+		{"registry.example:5000", "u", "p", true},
+		{"registry.example", "", "", false},
+		{"mirror.example:5000", "", "", false},
+	}
+	for _, tc := range cases {
+		user, secret, ok := auth(tc.host, tc.host+"/x:1")
+		if user != tc.wantUser || secret != tc.want || ok != tc.wantOK {
+			t.Errorf("StaticAuth(registry.example:5000)(%q) = %q, %q, %v; want %q, %q, %v", tc.host, user, secret, ok, tc.wantUser, tc.want, tc.wantOK)
+		}
+	}
+}
+
+func TestErrorIs(t *testing.T) {
+	sentinels := []error{containerdapi.ErrNotFound, containerdapi.ErrAlreadyExists, containerdapi.ErrFailedPrecondition, containerdapi.ErrUnimplemented, containerdapi.ErrUnavailable}
+	cases := []struct {
+		code containerdapi.Code
+		want error // the one sentinel it is; nil for none
+	}{
+		{containerdapi.NotFound, containerdapi.ErrNotFound},
+		{containerdapi.AlreadyExists, containerdapi.ErrAlreadyExists},
+		{containerdapi.FailedPrecondition, containerdapi.ErrFailedPrecondition},
+		{containerdapi.Unimplemented, containerdapi.ErrUnimplemented},
+		{containerdapi.Unavailable, containerdapi.ErrUnavailable},
+		{containerdapi.Unknown, nil},
+		{containerdapi.Internal, nil},
+	}
+	for _, tc := range cases {
+		e := &containerdapi.Error{Code: tc.code, Method: "containerd.services.tasks.v1.Tasks/Start", Message: "m"}
+		for _, s := range sentinels {
+			if got := errors.Is(e, s); got != (s == tc.want) {
+				t.Errorf("errors.Is(%v, %v) = %v", e, s, got)
+			}
+		}
+	}
+	e := &containerdapi.Error{Code: containerdapi.NotFound, Method: "containerd.services.tasks.v1.Tasks/Start", Message: `container "web": not found`}
+	if got, want := e.Error(), `containerd.services.tasks.v1.Tasks/Start: NotFound: container "web": not found`; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if got := containerdapi.Code(42).String(); got != "Code(42)" {
+		t.Errorf("Code(42).String() = %q", got)
+	}
+}
