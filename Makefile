@@ -92,8 +92,8 @@ record-containerd: engine containerd
 	testdata/record-containerd.sh
 
 fuzz:
-	go test . -run=NONE -fuzz=FuzzWaitSeconds -fuzztime=30s
-	go test ./dockerapi/ -run=NONE -fuzz=FuzzParseReference -fuzztime=30s
+	go test ./phase/ -run=NONE -fuzz=FuzzWaitSeconds -fuzztime=30s
+	go test ./imageref/ -run=NONE -fuzz=FuzzParse -fuzztime=30s
 	go test ./dockerapi/ -run=NONE -fuzz=FuzzDecodePull -fuzztime=30s
 	go test ./selfid/ -run=NONE -fuzz=FuzzCandidates -fuzztime=30s
 	go test ./inherit/ -run=NONE -fuzz=FuzzPlan -fuzztime=30s
