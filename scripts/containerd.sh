@@ -23,8 +23,19 @@ CTR=("$DIR/ctr" -a "$SOCK")
 
 up() { [ -S "$SOCK" ] && "${CTR[@]}" version >/dev/null 2>&1; }
 
-stop() {
+# daemon_pid is the PID of the daemon serving $SOCK: the one this script
+# started, else whichever listens there.
+daemon_pid() {
 	if [ -f "$STATE/containerd.pid" ] && kill -0 "$(cat "$STATE/containerd.pid")" 2>/dev/null; then
+		cat "$STATE/containerd.pid"
+		return
+	fi
+	ss -xlpn | awk -v s="$SOCK" '$5==s {if (match($0,/pid=[0-9]+/)) print substr($0,RSTART+4,RLENGTH-4); exit}'
+}
+
+stop() {
+	pid=$(daemon_pid)
+	if [ -n "$pid" ]; then
 		if up; then
 			for ns in $("${CTR[@]}" namespaces list -q); do
 				for t in $("${CTR[@]}" -n "$ns" tasks list -q); do
@@ -33,7 +44,6 @@ stop() {
 				done
 			done
 		fi
-		pid=$(cat "$STATE/containerd.pid")
 		kill "$pid"
 		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		echo "containerd: stopped"
