@@ -241,6 +241,21 @@ func (c *Client) ImageResolve(ctx context.Context, name string, platform Platfor
 	return ResolvedImage{Image: img, Manifest: m, Config: cfg, ChainID: chain}, nil
 }
 
+// ImageUnpacked resolves the image name for platform and checks that its
+// snapshot is unpacked in snapshotter: what running it needs. An error for
+// which errors.Is(err, ErrNotFound) holds means it must be pulled first
+// (a pull of an image already in the store only unpacks it).
+func (c *Client) ImageUnpacked(ctx context.Context, name string, platform Platform, snapshotter string) (ResolvedImage, error) {
+	img, err := c.ImageResolve(ctx, name, platform)
+	if err != nil {
+		return ResolvedImage{}, err
+	}
+	if _, err := c.SnapshotStat(ctx, snapshotter, img.ChainID); err != nil {
+		return ResolvedImage{}, fmt.Errorf("image %q is not unpacked: %w", name, err)
+	}
+	return img, nil
+}
+
 // ReadManifest reads the manifest target points at; when target is an
 // index, the one for platform.
 func (c *Client) ReadManifest(ctx context.Context, target Descriptor, platform Platform) (Manifest, error) {
