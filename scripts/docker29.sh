@@ -13,9 +13,9 @@
 # minutes); later runs start in a few seconds.
 #
 # It shares nothing with 20.10: its own data root, exec root, pid file and
-# socket, its own managed containerd (2.2.1, under the exec root; never
-# /run/containerd/containerd.sock) and containerd namespace (moby29), and
-# its own bridge, docker29 on
+# socket (runc's state lies under the exec root too), its own managed
+# containerd (2.2.1, under the exec root; never
+# /run/containerd/containerd.sock), and its own bridge, docker29 on
 # 10.229.0.1/24, with no firewall rules (--iptables=false): containers on
 # the default network get an address on the bridge and reach the host, but
 # nothing beyond it. Networks created on it avoid 20.10's: Docker 29
@@ -127,9 +127,6 @@ start() {
 		--exec-root "$run/exec"
 		--data-root "$data_root"
 		--bridge "$bridge"
-		# Its containers' runc state then lies apart from 20.10's, which
-		# shares /run/containerd/runc/<namespace> otherwise.
-		--containerd-namespace moby29 --containerd-plugins-namespace plugins.moby29
 		--iptables=false --ip6tables=false
 	)
 	# The cached binaries come first: dockerd finds containerd, the shim,
