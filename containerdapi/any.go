@@ -21,7 +21,7 @@ type Any struct {
 }
 
 func (a *Any) fields() []field {
-	return []field{{1, "type_url", stringValue{&a.TypeURL}}, {2, "value", bytesValue{&a.Value}}}
+	return []field{{1, "type_url", (*stringValue)(&a.TypeURL)}, {2, "value", (*bytesValue)(&a.Value)}}
 }
 
 // SpecAny wraps an OCI runtime spec (JSON) for Container.Spec.

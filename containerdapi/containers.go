@@ -24,15 +24,15 @@ type Container struct {
 
 func (c *Container) fields() []field {
 	return []field{
-		{1, "id", stringValue{&c.ID}},
-		{2, "labels", mapValue{&c.Labels}},
-		{3, "image", stringValue{&c.Image}},
+		{1, "id", (*stringValue)(&c.ID)},
+		{2, "labels", (*mapValue)(&c.Labels)},
+		{3, "image", (*stringValue)(&c.Image)},
 		{4, "runtime", msgValue{&c.Runtime}},
 		{5, "spec", anyValue{&c.Spec}},
-		{6, "snapshotter", stringValue{&c.Snapshotter}},
-		{7, "snapshot_key", stringValue{&c.SnapshotKey}},
-		{8, "created_at", timeValue{&c.CreatedAt}},
-		{9, "updated_at", timeValue{&c.UpdatedAt}},
+		{6, "snapshotter", (*stringValue)(&c.Snapshotter)},
+		{7, "snapshot_key", (*stringValue)(&c.SnapshotKey)},
+		{8, "created_at", (*timeValue)(&c.CreatedAt)},
+		{9, "updated_at", (*timeValue)(&c.UpdatedAt)},
 	}
 }
 
@@ -53,7 +53,7 @@ type Runtime struct {
 }
 
 func (r *Runtime) fields() []field {
-	return []field{{1, "name", stringValue{&r.Name}}, {2, "options", anyValue{&r.Options}}}
+	return []field{{1, "name", (*stringValue)(&r.Name)}, {2, "options", anyValue{&r.Options}}}
 }
 
 // containers.v1 requests and answers.
@@ -80,12 +80,12 @@ type (
 	}
 )
 
-func (m *containerID) fields() []field { return []field{{1, "id", stringValue{&m.ID}}} }
+func (m *containerID) fields() []field { return []field{{1, "id", (*stringValue)(&m.ID)}} }
 func (m *containerMsg) fields() []field {
 	return []field{{1, "container", msgValue{&m.Container}}}
 }
 func (m *listContainersRequest) fields() []field {
-	return []field{{1, "filters", stringsValue{&m.Filters}}}
+	return []field{{1, "filters", (*stringsValue)(&m.Filters)}}
 }
 func (m *listContainersResponse) fields() []field {
 	return []field{{1, "containers", msgList{(*containerList)(&m.Containers)}}}
@@ -93,7 +93,7 @@ func (m *listContainersResponse) fields() []field {
 func (m *updateContainerRequest) fields() []field {
 	return []field{{1, "container", msgValue{&m.Container}}, {2, "update_mask", msgValue{&m.UpdateMask}}}
 }
-func (m *fieldMask) fields() []field { return []field{{1, "paths", stringsValue{&m.Paths}}} }
+func (m *fieldMask) fields() []field { return []field{{1, "paths", (*stringsValue)(&m.Paths)}} }
 
 const containersService = "containerd.services.containers.v1.Containers/"
 

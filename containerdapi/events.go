@@ -17,9 +17,9 @@ type Envelope struct {
 
 func (m *Envelope) fields() []field {
 	return []field{
-		{1, "timestamp", timeValue{&m.Timestamp}},
-		{2, "namespace", stringValue{&m.Namespace}},
-		{3, "topic", stringValue{&m.Topic}},
+		{1, "timestamp", (*timeValue)(&m.Timestamp)},
+		{2, "namespace", (*stringValue)(&m.Namespace)},
+		{3, "topic", (*stringValue)(&m.Topic)},
 		{4, "event", anyValue{&m.Event}},
 	}
 }
@@ -39,11 +39,11 @@ type TaskExit struct {
 
 func (m *TaskExit) fields() []field {
 	return []field{
-		{1, "container_id", stringValue{&m.ContainerID}},
-		{2, "id", stringValue{&m.ID}},
+		{1, "container_id", (*stringValue)(&m.ContainerID)},
+		{2, "id", (*stringValue)(&m.ID)},
 		{3, "pid", uintValue[uint32]{&m.Pid}},
 		{4, "exit_status", uintValue[uint32]{&m.ExitStatus}},
-		{5, "exited_at", timeValue{&m.ExitedAt}},
+		{5, "exited_at", (*timeValue)(&m.ExitedAt)},
 	}
 }
 
@@ -62,7 +62,7 @@ type subscribeRequest struct {
 }
 
 func (m *subscribeRequest) fields() []field {
-	return []field{{1, "filters", stringsValue{&m.Filters}}}
+	return []field{{1, "filters", (*stringsValue)(&m.Filters)}}
 }
 
 var eventsSubscribe = newRPC("containerd.services.events.v1.Events/Subscribe", &subscribeRequest{}, &Envelope{}, true)

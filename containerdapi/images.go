@@ -26,11 +26,11 @@ type Image struct {
 
 func (m *Image) fields() []field {
 	return []field{
-		{1, "name", stringValue{&m.Name}},
-		{2, "labels", mapValue{&m.Labels}},
+		{1, "name", (*stringValue)(&m.Name)},
+		{2, "labels", (*mapValue)(&m.Labels)},
 		{3, "target", msgValue{&m.Target}},
-		{7, "created_at", timeValue{&m.CreatedAt}},
-		{8, "updated_at", timeValue{&m.UpdatedAt}},
+		{7, "created_at", (*timeValue)(&m.CreatedAt)},
+		{8, "updated_at", (*timeValue)(&m.UpdatedAt)},
 	}
 }
 
@@ -46,10 +46,10 @@ type Descriptor struct {
 
 func (m *Descriptor) fields() []field {
 	return []field{
-		{1, "media_type", stringValue{&m.MediaType}},
-		{2, "digest", stringValue{&m.Digest}},
+		{1, "media_type", (*stringValue)(&m.MediaType)},
+		{2, "digest", (*stringValue)(&m.Digest)},
 		{3, "size", uintValue[int64]{&m.Size}},
-		{5, "annotations", mapValue{&m.Annotations}},
+		{5, "annotations", (*mapValue)(&m.Annotations)},
 	}
 }
 
@@ -62,9 +62,9 @@ type Platform struct {
 
 func (m *Platform) fields() []field {
 	return []field{
-		{1, "os", stringValue{&m.OS}},
-		{2, "architecture", stringValue{&m.Architecture}},
-		{3, "variant", stringValue{&m.Variant}},
+		{1, "os", (*stringValue)(&m.OS)},
+		{2, "architecture", (*stringValue)(&m.Architecture)},
+		{3, "variant", (*stringValue)(&m.Variant)},
 	}
 }
 
@@ -106,17 +106,17 @@ type (
 	}
 )
 
-func (m *imageName) fields() []field { return []field{{1, "name", stringValue{&m.Name}}} }
+func (m *imageName) fields() []field { return []field{{1, "name", (*stringValue)(&m.Name)}} }
 func (m *imageMsg) fields() []field  { return []field{{1, "image", msgValue{&m.Image}}} }
 func (m *readContentRequest) fields() []field {
 	return []field{
-		{1, "digest", stringValue{&m.Digest}},
+		{1, "digest", (*stringValue)(&m.Digest)},
 		{2, "offset", uintValue[int64]{&m.Offset}},
 		{3, "size", uintValue[int64]{&m.Size}},
 	}
 }
 func (m *readContentResponse) fields() []field {
-	return []field{{1, "offset", uintValue[int64]{&m.Offset}}, {2, "data", bytesValue{&m.Data}}}
+	return []field{{1, "offset", uintValue[int64]{&m.Offset}}, {2, "data", (*bytesValue)(&m.Data)}}
 }
 
 var (

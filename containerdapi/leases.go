@@ -15,9 +15,9 @@ type Lease struct {
 
 func (m *Lease) fields() []field {
 	return []field{
-		{1, "id", stringValue{&m.ID}},
-		{2, "created_at", timeValue{&m.CreatedAt}},
-		{3, "labels", mapValue{&m.Labels}},
+		{1, "id", (*stringValue)(&m.ID)},
+		{2, "created_at", (*timeValue)(&m.CreatedAt)},
+		{3, "labels", (*mapValue)(&m.Labels)},
 	}
 }
 
@@ -40,11 +40,11 @@ type (
 )
 
 func (m *createLeaseRequest) fields() []field {
-	return []field{{1, "id", stringValue{&m.ID}}, {3, "labels", mapValue{&m.Labels}}}
+	return []field{{1, "id", (*stringValue)(&m.ID)}, {3, "labels", (*mapValue)(&m.Labels)}}
 }
 func (m *leaseMsg) fields() []field { return []field{{1, "lease", msgValue{&m.Lease}}} }
 func (m *deleteLeaseRequest) fields() []field {
-	return []field{{1, "id", stringValue{&m.ID}}, {2, "sync", boolValue{&m.Sync}}}
+	return []field{{1, "id", (*stringValue)(&m.ID)}, {2, "sync", (*boolValue)(&m.Sync)}}
 }
 
 var (

@@ -71,9 +71,9 @@ type Progress struct {
 
 func (m *Progress) fields() []field {
 	return []field{
-		{1, "event", stringValue{&m.Event}},
-		{2, "name", stringValue{&m.Name}},
-		{3, "parents", stringsValue{&m.Parents}},
+		{1, "event", (*stringValue)(&m.Event)},
+		{2, "name", (*stringValue)(&m.Name)},
+		{3, "parents", (*stringsValue)(&m.Parents)},
 		{4, "progress", uintValue[int64]{&m.Progress}},
 		{5, "total", uintValue[int64]{&m.Total}},
 	}
@@ -134,23 +134,23 @@ func (m *transferRequest) fields() []field {
 	}
 }
 func (m *transferOptions) fields() []field {
-	return []field{{1, "progress_stream", stringValue{&m.ProgressStream}}}
+	return []field{{1, "progress_stream", (*stringValue)(&m.ProgressStream)}}
 }
 func (m *ociRegistry) fields() []field {
-	return []field{{1, "reference", stringValue{&m.Reference}}, {2, "resolver", msgValue{&m.Resolver}}}
+	return []field{{1, "reference", (*stringValue)(&m.Reference)}, {2, "resolver", msgValue{&m.Resolver}}}
 }
 func (m *registryResolver) fields() []field {
 	return []field{
-		{1, "auth_stream", stringValue{&m.AuthStream}},
-		{2, "headers", mapValue{&m.Headers}},
-		{3, "host_dir", stringValue{&m.HostDir}},
-		{4, "default_scheme", stringValue{&m.DefaultScheme}},
+		{1, "auth_stream", (*stringValue)(&m.AuthStream)},
+		{2, "headers", (*mapValue)(&m.Headers)},
+		{3, "host_dir", (*stringValue)(&m.HostDir)},
+		{4, "default_scheme", (*stringValue)(&m.DefaultScheme)},
 	}
 }
 func (m *imageStore) fields() []field {
 	return []field{
-		{1, "name", stringValue{&m.Name}},
-		{2, "labels", mapValue{&m.Labels}},
+		{1, "name", (*stringValue)(&m.Name)},
+		{2, "labels", (*mapValue)(&m.Labels)},
 		{3, "platforms", msgList{(*platformList)(&m.Platforms)}},
 		{10, "unpacks", msgList{(*unpackList)(&m.Unpacks)}},
 	}
@@ -158,7 +158,7 @@ func (m *imageStore) fields() []field {
 func (m *unpackConfiguration) fields() []field {
 	return []field{
 		{1, "platform", msgValue{&m.Platform}},
-		{2, "snapshotter", stringValue{&m.Snapshotter}},
+		{2, "snapshotter", (*stringValue)(&m.Snapshotter)},
 	}
 }
 
@@ -169,15 +169,15 @@ func (l *unpackList) len() int         { return len(*l) }
 func (l *unpackList) at(i int) message { return &(*l)[i] }
 func (l *unpackList) add() message     { *l = append(*l, unpackConfiguration{}); return &(*l)[len(*l)-1] }
 
-func (m *streamInit) fields() []field { return []field{{1, "id", stringValue{&m.ID}}} }
+func (m *streamInit) fields() []field { return []field{{1, "id", (*stringValue)(&m.ID)}} }
 func (m *authRequest) fields() []field {
-	return []field{{1, "host", stringValue{&m.Host}}, {2, "reference", stringValue{&m.Reference}}}
+	return []field{{1, "host", (*stringValue)(&m.Host)}, {2, "reference", (*stringValue)(&m.Reference)}}
 }
 func (m *authResponse) fields() []field {
 	return []field{
 		{1, "authType", uintValue[uint32]{&m.AuthType}},
-		{2, "secret", secretValue{stringValue{&m.Secret}}},
-		{3, "username", stringValue{&m.Username}},
+		{2, "secret", (*secretValue)(&m.Secret)},
+		{3, "username", (*stringValue)(&m.Username)},
 	}
 }
 

@@ -21,10 +21,10 @@ type Mount struct {
 
 func (m *Mount) fields() []field {
 	return []field{
-		{1, "type", stringValue{&m.Type}},
-		{2, "source", stringValue{&m.Source}},
-		{3, "target", stringValue{&m.Target}},
-		{4, "options", stringsValue{&m.Options}},
+		{1, "type", (*stringValue)(&m.Type)},
+		{2, "source", (*stringValue)(&m.Source)},
+		{3, "target", (*stringValue)(&m.Target)},
+		{4, "options", (*stringsValue)(&m.Options)},
 	}
 }
 
@@ -58,12 +58,12 @@ type SnapshotInfo struct {
 
 func (m *SnapshotInfo) fields() []field {
 	return []field{
-		{1, "name", stringValue{&m.Name}},
-		{2, "parent", stringValue{&m.Parent}},
+		{1, "name", (*stringValue)(&m.Name)},
+		{2, "parent", (*stringValue)(&m.Parent)},
 		{3, "kind", uintValue[SnapshotKind]{&m.Kind}},
-		{4, "created_at", timeValue{&m.CreatedAt}},
-		{5, "updated_at", timeValue{&m.UpdatedAt}},
-		{6, "labels", mapValue{&m.Labels}},
+		{4, "created_at", (*timeValue)(&m.CreatedAt)},
+		{5, "updated_at", (*timeValue)(&m.UpdatedAt)},
+		{6, "labels", (*mapValue)(&m.Labels)},
 	}
 }
 
@@ -84,10 +84,10 @@ type (
 
 func (m *snapshotRequest) fields() []field {
 	return []field{
-		{1, "snapshotter", stringValue{&m.Snapshotter}},
-		{2, "key", stringValue{&m.Key}},
-		{3, "parent", stringValue{&m.Parent}},
-		{4, "labels", mapValue{&m.Labels}},
+		{1, "snapshotter", (*stringValue)(&m.Snapshotter)},
+		{2, "key", (*stringValue)(&m.Key)},
+		{3, "parent", (*stringValue)(&m.Parent)},
+		{4, "labels", (*mapValue)(&m.Labels)},
 	}
 }
 func (m *mountsResponse) fields() []field {

@@ -49,12 +49,12 @@ type Process struct {
 
 func (m *Process) fields() []field {
 	return []field{
-		{1, "container_id", stringValue{&m.ContainerID}},
-		{2, "id", stringValue{&m.ID}},
+		{1, "container_id", (*stringValue)(&m.ContainerID)},
+		{2, "id", (*stringValue)(&m.ID)},
 		{3, "pid", uintValue[uint32]{&m.Pid}},
 		{4, "status", uintValue[TaskStatus]{&m.Status}},
 		{9, "exit_status", uintValue[uint32]{&m.ExitStatus}},
-		{10, "exited_at", timeValue{&m.ExitedAt}},
+		{10, "exited_at", (*timeValue)(&m.ExitedAt)},
 	}
 }
 
@@ -131,41 +131,41 @@ type (
 
 func (m *createTaskRequest) fields() []field {
 	return []field{
-		{1, "container_id", stringValue{&m.ContainerID}},
+		{1, "container_id", (*stringValue)(&m.ContainerID)},
 		{3, "rootfs", msgList{(*mountList)(&m.Rootfs)}},
-		{4, "stdin", stringValue{&m.Stdin}},
-		{5, "stdout", stringValue{&m.Stdout}},
-		{6, "stderr", stringValue{&m.Stderr}},
-		{7, "terminal", boolValue{&m.Terminal}},
+		{4, "stdin", (*stringValue)(&m.Stdin)},
+		{5, "stdout", (*stringValue)(&m.Stdout)},
+		{6, "stderr", (*stringValue)(&m.Stderr)},
+		{7, "terminal", (*boolValue)(&m.Terminal)},
 	}
 }
 func (m *createTaskResponse) fields() []field {
-	return []field{{1, "container_id", stringValue{&m.ContainerID}}, {2, "pid", uintValue[uint32]{&m.Pid}}}
+	return []field{{1, "container_id", (*stringValue)(&m.ContainerID)}, {2, "pid", uintValue[uint32]{&m.Pid}}}
 }
 func (m *taskRequest) fields() []field {
-	return []field{{1, "container_id", stringValue{&m.ContainerID}}, {2, "exec_id", stringValue{&m.ExecID}}}
+	return []field{{1, "container_id", (*stringValue)(&m.ContainerID)}, {2, "exec_id", (*stringValue)(&m.ExecID)}}
 }
 func (m *startResponse) fields() []field { return []field{{1, "pid", uintValue[uint32]{&m.Pid}}} }
 func (m *waitResponse) fields() []field {
-	return []field{{1, "exit_status", uintValue[uint32]{&m.ExitStatus}}, {2, "exited_at", timeValue{&m.ExitedAt}}}
+	return []field{{1, "exit_status", uintValue[uint32]{&m.ExitStatus}}, {2, "exited_at", (*timeValue)(&m.ExitedAt)}}
 }
 func (m *deleteTaskResponse) fields() []field {
 	return []field{
-		{1, "id", stringValue{&m.ID}},
+		{1, "id", (*stringValue)(&m.ID)},
 		{2, "pid", uintValue[uint32]{&m.Pid}},
 		{3, "exit_status", uintValue[uint32]{&m.ExitStatus}},
-		{4, "exited_at", timeValue{&m.ExitedAt}},
+		{4, "exited_at", (*timeValue)(&m.ExitedAt)},
 	}
 }
 func (m *killRequest) fields() []field {
 	return []field{
-		{1, "container_id", stringValue{&m.ContainerID}},
-		{2, "exec_id", stringValue{&m.ExecID}},
+		{1, "container_id", (*stringValue)(&m.ContainerID)},
+		{2, "exec_id", (*stringValue)(&m.ExecID)},
 		{3, "signal", uintValue[uint32]{&m.Signal}},
-		{4, "all", boolValue{&m.All}},
+		{4, "all", (*boolValue)(&m.All)},
 	}
 }
-func (m *listTasksRequest) fields() []field { return []field{{1, "filter", stringValue{&m.Filter}}} }
+func (m *listTasksRequest) fields() []field { return []field{{1, "filter", (*stringValue)(&m.Filter)}} }
 func (m *listTasksResponse) fields() []field {
 	return []field{{1, "tasks", msgList{(*processList)(&m.Tasks)}}}
 }

@@ -12,7 +12,7 @@ type VersionInfo struct {
 }
 
 func (m *VersionInfo) fields() []field {
-	return []field{{1, "version", stringValue{&m.Version}}, {2, "revision", stringValue{&m.Revision}}}
+	return []field{{1, "version", (*stringValue)(&m.Version)}, {2, "revision", (*stringValue)(&m.Revision)}}
 }
 
 // Namespace is containerd.services.namespaces.v1.Namespace.
@@ -22,7 +22,7 @@ type Namespace struct {
 }
 
 func (m *Namespace) fields() []field {
-	return []field{{1, "name", stringValue{&m.Name}}, {2, "labels", mapValue{&m.Labels}}}
+	return []field{{1, "name", (*stringValue)(&m.Name)}, {2, "labels", (*mapValue)(&m.Labels)}}
 }
 
 // namespaceList is a repeated Namespace (see msgList).
@@ -42,7 +42,7 @@ type (
 )
 
 func (m *listNamespacesRequest) fields() []field {
-	return []field{{1, "filter", stringValue{&m.Filter}}}
+	return []field{{1, "filter", (*stringValue)(&m.Filter)}}
 }
 func (m *listNamespacesResponse) fields() []field {
 	return []field{{1, "namespaces", msgList{(*namespaceList)(&m.Namespaces)}}}

@@ -195,69 +195,85 @@ func decodeJSON(data []byte, m message) error {
 
 // Scalars.
 
-type stringValue struct{ p *string }
+type stringValue string
 
-func (s stringValue) encode(b []byte, num protowire.Number) []byte {
-	if *s.p == "" {
+func (s *stringValue) encode(b []byte, num protowire.Number) []byte {
+	p := (*string)(s)
+	if *p == "" {
 		return b
 	}
 	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, *s.p)
+	return protowire.AppendString(b, *p)
 }
 
-func (s stringValue) decode(typ protowire.Type, b []byte) (int, error) {
+func (s *stringValue) decode(typ protowire.Type, b []byte) (int, error) {
+	p := (*string)(s)
 	if typ != protowire.BytesType {
 		return 0, errWireType(typ)
 	}
 	v, n := protowire.ConsumeString(b)
-	*s.p = v
+	*p = v
 	return n, nil
 }
 
-func (s stringValue) tree() (any, bool) { return *s.p, *s.p != "" }
+func (s *stringValue) tree() (any, bool) { return string(*s), *s != "" }
 
-func (s stringValue) fromTree(v any) error {
+func (s *stringValue) fromTree(v any) error {
+	p := (*string)(s)
 	str, ok := v.(string)
 	if !ok {
 		return fmt.Errorf("expected a string, got %T", v)
 	}
-	*s.p = str
+	*p = str
 	return nil
 }
 
 // secretValue is a string that is never shown: the trace and the
 // fixtures see <redacted>.
-type secretValue struct{ stringValue }
+type secretValue string
 
-func (s secretValue) tree() (any, bool) {
-	if *s.p == "" {
+func (s *secretValue) encode(b []byte, num protowire.Number) []byte {
+	return (*stringValue)(s).encode(b, num)
+}
+
+func (s *secretValue) decode(typ protowire.Type, b []byte) (int, error) {
+	return (*stringValue)(s).decode(typ, b)
+}
+
+func (s *secretValue) fromTree(v any) error { return (*stringValue)(s).fromTree(v) }
+
+func (s *secretValue) tree() (any, bool) {
+	if *s == "" {
 		return nil, false
 	}
 	return "<redacted>", true
 }
 
-type stringsValue struct{ p *[]string }
+type stringsValue []string
 
-func (s stringsValue) encode(b []byte, num protowire.Number) []byte {
-	for _, v := range *s.p {
+func (s *stringsValue) encode(b []byte, num protowire.Number) []byte {
+	p := (*[]string)(s)
+	for _, v := range *p {
 		b = protowire.AppendTag(b, num, protowire.BytesType)
 		b = protowire.AppendString(b, v)
 	}
 	return b
 }
 
-func (s stringsValue) decode(typ protowire.Type, b []byte) (int, error) {
+func (s *stringsValue) decode(typ protowire.Type, b []byte) (int, error) {
+	p := (*[]string)(s)
 	if typ != protowire.BytesType {
 		return 0, errWireType(typ)
 	}
 	v, n := protowire.ConsumeString(b)
-	*s.p = append(*s.p, v)
+	*p = append(*p, v)
 	return n, nil
 }
 
-func (s stringsValue) tree() (any, bool) { return *s.p, len(*s.p) > 0 }
+func (s *stringsValue) tree() (any, bool) { return []string(*s), len(*s) > 0 }
 
-func (s stringsValue) fromTree(v any) error {
+func (s *stringsValue) fromTree(v any) error {
+	p := (*[]string)(s)
 	list, ok := v.([]any)
 	if !ok {
 		return fmt.Errorf("expected a list, got %T", v)
@@ -267,51 +283,55 @@ func (s stringsValue) fromTree(v any) error {
 		if !ok {
 			return fmt.Errorf("expected strings, got %T", e)
 		}
-		*s.p = append(*s.p, str)
+		*p = append(*p, str)
 	}
 	return nil
 }
 
 // bytesValue shows bytes as text when they are UTF-8 (a manifest, a
 // config), and as {"base64": …} otherwise.
-type bytesValue struct{ p *[]byte }
+type bytesValue []byte
 
-func (s bytesValue) encode(b []byte, num protowire.Number) []byte {
-	if len(*s.p) == 0 {
+func (s *bytesValue) encode(b []byte, num protowire.Number) []byte {
+	p := (*[]byte)(s)
+	if len(*p) == 0 {
 		return b
 	}
 	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, *s.p)
+	return protowire.AppendBytes(b, *p)
 }
 
-func (s bytesValue) decode(typ protowire.Type, b []byte) (int, error) {
+func (s *bytesValue) decode(typ protowire.Type, b []byte) (int, error) {
+	p := (*[]byte)(s)
 	if typ != protowire.BytesType {
 		return 0, errWireType(typ)
 	}
 	v, n := protowire.ConsumeBytes(b)
-	*s.p = bytes.Clone(v)
+	*p = bytes.Clone(v)
 	return n, nil
 }
 
-func (s bytesValue) tree() (any, bool) {
-	if len(*s.p) == 0 {
+func (s *bytesValue) tree() (any, bool) {
+	p := (*[]byte)(s)
+	if len(*p) == 0 {
 		return nil, false
 	}
-	if utf8.Valid(*s.p) {
-		return string(*s.p), true
+	if utf8.Valid(*p) {
+		return string(*p), true
 	}
-	return map[string]string{"base64": base64.StdEncoding.EncodeToString(*s.p)}, true
+	return map[string]string{"base64": base64.StdEncoding.EncodeToString(*p)}, true
 }
 
-func (s bytesValue) fromTree(v any) error {
+func (s *bytesValue) fromTree(v any) error {
+	p := (*[]byte)(s)
 	switch v := v.(type) {
 	case string:
-		*s.p = []byte(v)
+		*p = []byte(v)
 		return nil
 	case map[string]any:
 		str, _ := v["base64"].(string)
 		data, err := base64.StdEncoding.DecodeString(str)
-		*s.p = data
+		*p = data
 		return err
 	}
 	return fmt.Errorf("expected a string or {\"base64\": …}, got %T", v)
@@ -357,42 +377,46 @@ func (s uintValue[T]) fromTree(v any) error {
 	return nil
 }
 
-type boolValue struct{ p *bool }
+type boolValue bool
 
-func (s boolValue) encode(b []byte, num protowire.Number) []byte {
-	if !*s.p {
+func (s *boolValue) encode(b []byte, num protowire.Number) []byte {
+	p := (*bool)(s)
+	if !*p {
 		return b
 	}
 	b = protowire.AppendTag(b, num, protowire.VarintType)
 	return protowire.AppendVarint(b, 1)
 }
 
-func (s boolValue) decode(typ protowire.Type, b []byte) (int, error) {
+func (s *boolValue) decode(typ protowire.Type, b []byte) (int, error) {
+	p := (*bool)(s)
 	if typ != protowire.VarintType {
 		return 0, errWireType(typ)
 	}
 	v, n := protowire.ConsumeVarint(b)
-	*s.p = v != 0
+	*p = v != 0
 	return n, nil
 }
 
-func (s boolValue) tree() (any, bool) { return *s.p, *s.p }
+func (s *boolValue) tree() (any, bool) { return bool(*s), bool(*s) }
 
-func (s boolValue) fromTree(v any) error {
+func (s *boolValue) fromTree(v any) error {
+	p := (*bool)(s)
 	t, ok := v.(bool)
 	if !ok {
 		return fmt.Errorf("expected a bool, got %T", v)
 	}
-	*s.p = t
+	*p = t
 	return nil
 }
 
 // mapValue is a map<string, string>: repeated {key 1, value 2}.
-type mapValue struct{ p *map[string]string }
+type mapValue map[string]string
 
-func (s mapValue) encode(b []byte, num protowire.Number) []byte {
-	keys := make([]string, 0, len(*s.p))
-	for k := range *s.p {
+func (s *mapValue) encode(b []byte, num protowire.Number) []byte {
+	p := (*map[string]string)(s)
+	keys := make([]string, 0, len(*p))
+	for k := range *p {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
@@ -401,14 +425,15 @@ func (s mapValue) encode(b []byte, num protowire.Number) []byte {
 		e = protowire.AppendTag(e, 1, protowire.BytesType)
 		e = protowire.AppendString(e, k)
 		e = protowire.AppendTag(e, 2, protowire.BytesType)
-		e = protowire.AppendString(e, (*s.p)[k])
+		e = protowire.AppendString(e, (*p)[k])
 		b = protowire.AppendTag(b, num, protowire.BytesType)
 		b = protowire.AppendBytes(b, e)
 	}
 	return b
 }
 
-func (s mapValue) decode(typ protowire.Type, b []byte) (int, error) {
+func (s *mapValue) decode(typ protowire.Type, b []byte) (int, error) {
+	p := (*map[string]string)(s)
 	if typ != protowire.BytesType {
 		return 0, errWireType(typ)
 	}
@@ -420,33 +445,34 @@ func (s mapValue) decode(typ protowire.Type, b []byte) (int, error) {
 	if err := unmarshal(e, entryFields{&entry.k, &entry.v}); err != nil {
 		return 0, err
 	}
-	if *s.p == nil {
-		*s.p = map[string]string{}
+	if *p == nil {
+		*p = map[string]string{}
 	}
-	(*s.p)[entry.k] = entry.v
+	(*p)[entry.k] = entry.v
 	return n, nil
 }
 
 type entryFields struct{ k, v *string }
 
 func (e entryFields) fields() []field {
-	return []field{{1, "key", stringValue{e.k}}, {2, "value", stringValue{e.v}}}
+	return []field{{1, "key", (*stringValue)(e.k)}, {2, "value", (*stringValue)(e.v)}}
 }
 
-func (s mapValue) tree() (any, bool) { return *s.p, len(*s.p) > 0 }
+func (s *mapValue) tree() (any, bool) { return map[string]string(*s), len(*s) > 0 }
 
-func (s mapValue) fromTree(v any) error {
+func (s *mapValue) fromTree(v any) error {
+	p := (*map[string]string)(s)
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return fmt.Errorf("expected an object, got %T", v)
 	}
-	*s.p = map[string]string{}
+	*p = map[string]string{}
 	for k, e := range obj {
 		str, ok := e.(string)
 		if !ok {
 			return fmt.Errorf("key %q: expected a string, got %T", k, e)
 		}
-		(*s.p)[k] = str
+		(*p)[k] = str
 	}
 	return nil
 }
@@ -535,7 +561,7 @@ func (s msgList) fromTree(v any) error {
 
 // timeValue is a google.protobuf.Timestamp {seconds 1, nanos 2}, shown
 // as RFC 3339.
-type timeValue struct{ p *time.Time }
+type timeValue time.Time
 
 type timestamp struct {
 	Seconds int64 // 1
@@ -546,16 +572,18 @@ func (t *timestamp) fields() []field {
 	return []field{{1, "seconds", uintValue[int64]{&t.Seconds}}, {2, "nanos", uintValue[int32]{&t.Nanos}}}
 }
 
-func (s timeValue) encode(b []byte, num protowire.Number) []byte {
-	if s.p.IsZero() {
+func (s *timeValue) encode(b []byte, num protowire.Number) []byte {
+	p := (*time.Time)(s)
+	if p.IsZero() {
 		return b
 	}
-	ts := timestamp{Seconds: s.p.Unix(), Nanos: int32(s.p.Nanosecond())}
+	ts := timestamp{Seconds: p.Unix(), Nanos: int32(p.Nanosecond())}
 	b = protowire.AppendTag(b, num, protowire.BytesType)
 	return protowire.AppendBytes(b, marshal(&ts))
 }
 
-func (s timeValue) decode(typ protowire.Type, b []byte) (int, error) {
+func (s *timeValue) decode(typ protowire.Type, b []byte) (int, error) {
+	p := (*time.Time)(s)
 	if typ != protowire.BytesType {
 		return 0, errWireType(typ)
 	}
@@ -567,21 +595,23 @@ func (s timeValue) decode(typ protowire.Type, b []byte) (int, error) {
 	if err := unmarshal(v, &ts); err != nil {
 		return 0, err
 	}
-	*s.p = time.Unix(ts.Seconds, int64(ts.Nanos)).UTC()
+	*p = time.Unix(ts.Seconds, int64(ts.Nanos)).UTC()
 	return n, nil
 }
 
-func (s timeValue) tree() (any, bool) {
-	return s.p.Format(time.RFC3339Nano), !s.p.IsZero()
+func (s *timeValue) tree() (any, bool) {
+	p := (*time.Time)(s)
+	return p.Format(time.RFC3339Nano), !p.IsZero()
 }
 
-func (s timeValue) fromTree(v any) error {
+func (s *timeValue) fromTree(v any) error {
+	p := (*time.Time)(s)
 	str, ok := v.(string)
 	if !ok {
 		return fmt.Errorf("expected an RFC 3339 time, got %T", v)
 	}
 	t, err := time.Parse(time.RFC3339Nano, str)
-	*s.p = t.UTC()
+	*p = t.UTC()
 	return err
 }
 
