@@ -1,0 +1,139 @@
+package containerdapi_test
+
+import (
+	"encoding/binary"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// readFrame reads one gRPC frame of a stream.
+func readFrame(r io.Reader) ([]byte, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	msg := make([]byte, binary.BigEndian.Uint32(hdr[1:]))
+	_, err := io.ReadFull(r, msg)
+	return msg, err
+}
+
+func writeFrame(w http.ResponseWriter, msg []byte) {
+	hdr := make([]byte, 5)
+	binary.BigEndian.PutUint32(hdr[1:], uint32(len(msg)))
+	_, _ = w.Write(append(hdr, msg...))
+	w.(http.Flusher).Flush()
+}
+
+// fields decodes the top-level string and varint fields of a message.
+func fields(t *testing.T, msg []byte) map[protowire.Number]string {
+	t.Helper()
+	out := map[protowire.Number]string{}
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		msg = msg[n:]
+		switch typ {
+		case protowire.BytesType:
+			v, n := protowire.ConsumeBytes(msg)
+			out[num] = string(v)
+			msg = msg[n:]
+		case protowire.VarintType:
+			v, n := protowire.ConsumeVarint(msg)
+			out[num] = string(rune('0' + v))
+			msg = msg[n:]
+		default:
+			t.Fatalf("unexpected wire type %d", typ)
+		}
+	}
+	return out
+}
+
+// TestPullCredentials: the daemon asks for credentials for each host it
+// talks to; the pull answers with them only for the host they are for,
+// and with none (auth type NONE) for another, such as a mirror.
+func TestPullCredentials(t *testing.T) {
+	cases := []struct {
+		askedHost    string
+		wantUser     string
+		wantSecret   string
+		wantAuthType string
+	}{
+		{askedHost: "registry.example:5000", wantUser: "u", wantSecret: "p", wantAuthType: "1"},
+		{askedHost: "mirror.example", wantAuthType: ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.askedHost, func(t *testing.T) {
+			var mu sync.Mutex
+			var answered map[protowire.Number]string
+			var authStream string
+			answeredc := make(chan struct{})
+			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+				method := r.URL.Path[1:]
+				switch method {
+				case "containerd.services.streaming.v1.Streaming/Stream":
+					first, err := readFrame(r.Body)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					streamInit := fields(t, first)
+					id := fields(t, []byte(streamInit[2]))[1]
+					w.Header().Set("Content-Type", "application/grpc")
+					w.Header().Set("Trailer", "Grpc-Status")
+					writeFrame(w, str(1, "google.protobuf.Empty"))
+					writeFrame(w, cat(str(1, "containerd.types.transfer.AuthRequest"), str(2, string(cat(str(1, tc.askedHost), str(2, "registry.example:5000/x:1"))))))
+					resp, err := readFrame(r.Body)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					a := fields(t, resp)
+					mu.Lock()
+					answered, authStream = fields(t, []byte(a[2])), id
+					mu.Unlock()
+					if a[1] != "containerd.types.transfer.AuthResponse" {
+						t.Errorf("answer of type %q, want an AuthResponse", a[1])
+					}
+					close(answeredc)
+					<-r.Context().Done()
+				case "containerd.services.transfer.v1.Transfer/Transfer":
+					msg := readRequest(t, r)
+					src := fields(t, []byte(fields(t, []byte(fields(t, msg)[1]))[2]))
+					resolver := fields(t, []byte(src[2]))
+					<-answeredc
+					mu.Lock()
+					if resolver[1] != authStream || src[1] != "registry.example:5000/x:1" {
+						t.Errorf("transfer of %q with auth stream %q, want registry.example:5000/x:1 and %q", src[1], resolver[1], authStream)
+					}
+					mu.Unlock()
+					answer(w, nil)
+				case "containerd.services.leases.v1.Leases/Create":
+					answer(w, sub(1, str(1, fields(t, readRequest(t, r))[1])))
+				default:
+					readRequest(t, r)
+					answer(w, nil)
+				}
+			})
+			err := c.Pull(shortCtx(t), containerdapi.PullRequest{
+				Ref:  "registry.example:5000/x:1",
+				Auth: containerdapi.StaticAuth("registry.example:5000", "u", "p"),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if answered[3] != tc.wantUser || answered[2] != tc.wantSecret || answered[1] != tc.wantAuthType {
+				t.Errorf("credentials sent for %s: user %q secret %q type %q; want %q %q %q", tc.askedHost, answered[3], answered[2], answered[1], tc.wantUser, tc.wantSecret, tc.wantAuthType)
+			}
+			if !strings.HasPrefix(authStream, "waitdaemon-") {
+				t.Errorf("auth stream %q, want a waitdaemon- ID", authStream)
+			}
+		})
+	}
+}
