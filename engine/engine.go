@@ -73,6 +73,16 @@ type Engine interface {
 	Follow(ctx context.Context, id string, sent time.Time, tail int, since string) (Run, error)
 }
 
+// Teller is an engine on which phase 1 cannot read the waiter's output
+// (containerd's goes to a file on the host). The waiter tells it, besides
+// writing it, each line phase 1 waits for, and the engine's Output passes
+// them on to phase 1.
+type Teller interface {
+	// Tell hands one line (no newline) to phase 1's Output of the
+	// container this process runs in.
+	Tell(ctx context.Context, line []byte) error
+}
+
 // Self is a container taken for the action.
 type Self struct {
 	ID      string

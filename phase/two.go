@@ -1,6 +1,7 @@
 package phase
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -101,12 +102,28 @@ func (w *waiter) answerResultFile(ctx context.Context) error {
 		return nil
 	}
 	if err := writable(w.ResultFile); err != nil {
-		logEvent(w.o.Stdout, msgResultUnwritable, map[string]string{"error": err.Error()})
+		w.answer(ctx, msgResultUnwritable, map[string]string{"error": err.Error()})
 		engine.Sleep(ctx, unwritableLinger) // until phase 1 has read it and removes this waiter
 		return err
 	}
-	logEvent(w.o.Stdout, msgResultWritable, map[string]string{"result_file": w.ResultFile})
+	w.answer(ctx, msgResultWritable, map[string]string{"result_file": w.ResultFile})
 	return nil
+}
+
+// answer logs a line that phase 1 waits for in the waiter's output. An
+// engine on which phase 1 cannot read that output (engine.Teller) is told
+// the line too; if that fails, phase 1 says the waiter never answered.
+func (w *waiter) answer(ctx context.Context, msg string, details any) {
+	var line bytes.Buffer
+	logEvent(&line, msg, details)
+	if w.o.Stdout != nil {
+		_, _ = w.o.Stdout.Write(line.Bytes())
+	}
+	if t, ok := w.eng.(engine.Teller); ok {
+		if err := t.Tell(ctx, bytes.TrimSuffix(line.Bytes(), []byte("\n"))); err != nil {
+			logEvent(w.o.Stdout, "could not tell phase 1", map[string]string{"error": err.Error()})
+		}
+	}
 }
 
 // runUser runs the user container, and again while it fails, up to

@@ -238,6 +238,34 @@ func TestTwoResultFile(t *testing.T) {
 	})
 }
 
+// teller is an engine whose waiter output phase 1 cannot read: it is
+// told the answer instead (engine.Teller).
+type teller struct {
+	*fake.Engine
+	told []string
+}
+
+func (t *teller) Tell(_ context.Context, line []byte) error {
+	t.told = append(t.told, string(line))
+	return nil
+}
+
+// TestTwoTells: on such an engine the waiter tells phase 1 its answer,
+// the same line as it writes, and nothing else.
+func TestTwoTells(t *testing.T) {
+	eng := &teller{Engine: waiterFake(false)}
+	args := waiterArgs(0, false)
+	args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+	var out bytes.Buffer
+	if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	first := strings.Split(out.String(), "\n")[0]
+	if len(eng.told) != 1 || eng.told[0] != first || !strings.Contains(first, msgResultWritable) {
+		t.Errorf("told %q, want just the first line of the output:\n%s", eng.told, out.String())
+	}
+}
+
 // TestTwoStartFails: a start the engine refuses fails the waiter and
 // keeps the container for inspection.
 func TestTwoStartFails(t *testing.T) {
