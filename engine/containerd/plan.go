@@ -1,0 +1,241 @@
+package containerd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+)
+
+// planned is a planned container: the record Create makes, which a dry
+// run prints.
+type planned struct {
+	ID          string            `json:"id"`
+	Image       string            `json:"image"`
+	Labels      map[string]string `json:"labels"`
+	Runtime     string            `json:"runtime"`
+	Snapshotter string            `json:"snapshotter"`
+	SnapshotKey string            `json:"snapshot_key"`
+	// Output is the task's stdout and stderr, a file on the host.
+	Output string        `json:"output"`
+	Spec   *ocispec.Spec `json:"spec,omitempty"`
+	// Pending says why Spec is missing: the user image is not present
+	// yet, and is read at Create, after the pull.
+	Pending string `json:"pending,omitempty"`
+
+	in      *ocispec.Input // the plan, less the user image
+	command []string       // Want.Command
+}
+
+// leaseFor is how long a create's lease may outlive a waitdaemon that
+// died before deleting it.
+const leaseFor = 10 * time.Minute
+
+// Plan plans a container like the action for another image, with
+// ocispec's rules. A user image that is not present yet is read at
+// Create.
+func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (engine.Spec, error) {
+	d := s.Detail.(*self)
+	if d.image == nil {
+		own, err := e.C.ImageResolve(ctx, d.ctr.Image, containerdapi.DefaultPlatform())
+		if err != nil {
+			return engine.Spec{}, fmt.Errorf("reading this action's own image %s: %w", d.ctr.Image, err)
+		}
+		cfg := imageConfig(own.Config)
+		d.image = &cfg
+	}
+	id := e.newID(want.Name)
+	p := &planned{
+		ID: id, Image: want.Image.Qualified(), Labels: withName(want.Labels, want.Name),
+		Runtime: containerdapi.RuncV2, Snapshotter: containerdapi.DefaultSnapshotter, SnapshotKey: id,
+		Output: "file://" + e.logFile(id),
+		in: &ocispec.Input{
+			Spec: d.spec, Image: *d.image, UserImageRef: want.Image.String(),
+			Namespace: e.namespace(), ID: id, Withhold: want.Withhold,
+		},
+		command: want.Command,
+	}
+	user, err := e.C.ImageResolve(ctx, p.Image, containerdapi.DefaultPlatform())
+	switch {
+	case errors.Is(err, containerdapi.ErrNotFound):
+		p.Pending = "the image is not present: its config is read at create, after the pull"
+	case err != nil:
+		return engine.Spec{}, fmt.Errorf("reading image %s: %w", want.Image, err)
+	default:
+		if err := p.finish(user.Config); err != nil {
+			return engine.Spec{}, err
+		}
+	}
+	return engine.Spec{Name: want.Name, Create: p}, nil
+}
+
+// finish makes the spec, with the user image's config.
+func (p *planned) finish(user containerdapi.ImageConfig) error {
+	in := *p.in
+	in.UserImage = imageConfig(user)
+	spec, err := ocispec.Plan(in)
+	if err != nil {
+		return err
+	}
+	if p.command != nil {
+		spec.Process.Args = slices.Concat(in.UserImage.Entrypoint, p.command)
+	}
+	p.Spec, p.Pending = &spec, ""
+	return nil
+}
+
+func imageConfig(c containerdapi.ImageConfig) ocispec.ImageConfig {
+	return ocispec.ImageConfig{
+		User: c.Config.User, Env: c.Config.Env, Entrypoint: c.Config.Entrypoint,
+		Cmd: c.Config.Cmd, WorkingDir: c.Config.WorkingDir,
+	}
+}
+
+// withName is labels with the readable name's.
+func withName(labels map[string]string, name string) map[string]string {
+	out := maps.Clone(labels)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[LabelName] = name
+	return out
+}
+
+// Create creates the planned container and its task, not started: under
+// a lease, the snapshot on the image's, the container, then the task
+// with its output to its file. A create whose answer was lost adopts
+// its own container (same ID and labels) and task. When the task cannot
+// be created, the container goes again.
+func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
+	p := spec.Create.(*planned)
+	img, err := e.C.ImageUnpacked(ctx, p.Image, containerdapi.DefaultPlatform(), p.Snapshotter)
+	if err != nil {
+		return "", fmt.Errorf("creating container %s: image %s: %w", spec.Name, p.Image, err)
+	}
+	if p.Spec == nil {
+		if err := p.finish(img.Config); err != nil {
+			return "", fmt.Errorf("creating container %s: %w", spec.Name, err)
+		}
+	}
+	specJSON, err := json.Marshal(p.Spec)
+	if err != nil {
+		return "", fmt.Errorf("creating container %s: %w", spec.Name, err)
+	}
+	mounts, err := e.createContainer(ctx, p, specJSON, img.ChainID)
+	if err != nil {
+		return "", fmt.Errorf("creating container %s: %w", spec.Name, err)
+	}
+	_, err = e.C.TaskCreate(ctx, p.ID, containerdapi.TaskSpec{Rootfs: mounts, Stdout: p.Output, Stderr: p.Output})
+	if err != nil && !errors.Is(err, containerdapi.ErrAlreadyExists) {
+		if rerr := e.Remove(context.WithoutCancel(ctx), p.ID); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return "", fmt.Errorf("creating the task of container %s: %w", spec.Name, err)
+	}
+	e.remember(spec.Name, p.ID)
+	return p.ID, nil
+}
+
+// createContainer prepares the snapshot and creates the container under
+// a lease, which it deletes (collecting what only it held) once the
+// container holds the snapshot. It returns the snapshot's mounts.
+func (e *Engine) createContainer(ctx context.Context, p *planned, specJSON []byte, chainID string) ([]containerdapi.Mount, error) {
+	lease := "waitdaemon-" + p.ID
+	if _, err := e.C.LeaseCreate(ctx, lease, e.clock().Add(leaseFor)); err != nil && !errors.Is(err, containerdapi.ErrAlreadyExists) {
+		return nil, err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := e.C.LeaseDelete(dctx, lease, true); err != nil && !errors.Is(err, containerdapi.ErrNotFound) {
+			engine.Log(e.Log, "could not delete a lease; containerd drops it later", map[string]string{"lease": lease, "error": err.Error()})
+		}
+	}()
+	lctx := containerdapi.WithLease(ctx, lease)
+	mounts, err := e.C.SnapshotPrepare(lctx, p.Snapshotter, p.SnapshotKey, chainID)
+	if errors.Is(err, containerdapi.ErrAlreadyExists) {
+		mounts, err = e.C.SnapshotMounts(lctx, p.Snapshotter, p.SnapshotKey)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("preparing its snapshot: %w", err)
+	}
+	ctr := containerdapi.Container{
+		ID: p.ID, Labels: p.Labels, Image: p.Image, Runtime: containerdapi.Runtime{Name: p.Runtime},
+		Spec: containerdapi.SpecAny(specJSON), Snapshotter: p.Snapshotter, SnapshotKey: p.SnapshotKey,
+	}
+	if _, err := e.C.ContainerCreate(lctx, ctr); err != nil {
+		// An earlier call's create, whose answer was lost, is ours.
+		got, gerr := e.C.ContainerGet(ctx, p.ID)
+		if !errors.Is(err, containerdapi.ErrAlreadyExists) || gerr != nil || !maps.Equal(got.Labels, p.Labels) {
+			return nil, err
+		}
+	}
+	return mounts, nil
+}
+
+// Start starts the container's task. A task that ran before (the
+// waiter's re-runs) is deleted and made anew, on the same snapshot and
+// output file; one already running counts as started.
+func (e *Engine) Start(ctx context.Context, ref string) error {
+	ctr, err := e.find(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("starting container %s: %w", ref, err)
+	}
+	t, err := e.C.TaskGet(ctx, ctr.ID)
+	switch {
+	case errors.Is(err, containerdapi.ErrNotFound):
+		err = e.newTask(ctx, ctr)
+	case err != nil:
+	case t.Status == containerdapi.TaskRunning, t.Status == containerdapi.TaskPaused, t.Status == containerdapi.TaskPausing:
+		return nil
+	case t.Status == containerdapi.TaskStopped:
+		if _, err = e.C.TaskDelete(ctx, ctr.ID); err == nil || errors.Is(err, containerdapi.ErrNotFound) {
+			err = e.newTask(ctx, ctr)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("starting container %s: %w", ref, err)
+	}
+	var offset int64
+	if fi, err := os.Stat(e.logFile(ctr.ID)); err == nil {
+		offset = fi.Size() // seen through the waiter's bind; phase 1 sees none
+	}
+	if _, err := e.C.TaskStart(ctx, ctr.ID); err != nil {
+		return fmt.Errorf("starting container %s: %w", ref, err)
+	}
+	started := time.Now()
+	e.mu.Lock()
+	if e.runs == nil {
+		e.runs = map[string]run{}
+	}
+	e.runs[ctr.ID] = run{started: started, offset: offset}
+	e.mu.Unlock()
+	if _, err := e.C.ContainerSetLabel(ctx, ctr.ID, LabelStarted, stamp(started)); err != nil {
+		engine.Log(e.Log, "could not label a started container", map[string]string{"container": ctr.ID, "error": err.Error()})
+	}
+	return nil
+}
+
+// newTask creates the task of a container whose task is gone: on its
+// snapshot, with its output to its file.
+func (e *Engine) newTask(ctx context.Context, ctr containerdapi.Container) error {
+	mounts, err := e.C.SnapshotMounts(ctx, ctr.Snapshotter, ctr.SnapshotKey)
+	if err != nil {
+		return fmt.Errorf("reading its snapshot's mounts: %w", err)
+	}
+	out := "file://" + e.logFile(ctr.ID)
+	if _, err := e.C.TaskCreate(ctx, ctr.ID, containerdapi.TaskSpec{Rootfs: mounts, Stdout: out, Stderr: out}); err != nil {
+		return fmt.Errorf("creating its task: %w", err)
+	}
+	return nil
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -1,0 +1,336 @@
+package containerd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/engine/docker"
+	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+)
+
+var (
+	_ engine.Engine = (*Engine)(nil)
+	_ engine.Teller = (*Engine)(nil)
+)
+
+// engineDir is where the waiter finds the socket's directory.
+const engineDir = "/run/waitdaemon-engine"
+
+// PlanWaiter plans phase 2 from our own image, with least privilege (see
+// waiterSpec): the socket's directory bound read-only, the tasks' output
+// directory read-only (for the user container's tail), and the result
+// file's directory.
+func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
+	d := s.Detail.(*self)
+	id := e.newID(want.Name)
+	mounts, socket := engineBind(socketSource(d.spec.Mounts, e.C.SocketPath()))
+	mounts = append(mounts, bind(e.logDir(), e.logDir(), true))
+	if want.Bind.Host != "" {
+		mounts = append(mounts, bind(want.Bind.Host, want.Bind.Container, false))
+	}
+	env := append([]string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"CONTAINERD_ADDRESS=" + socket,
+		"CONTAINERD_NAMESPACE=" + e.namespace(),
+		"WAITDAEMON_ENGINE=containerd",
+	}, want.Env...)
+	spec := waiterSpec(e.namespace(), id, append([]string{"/waitdaemon"}, want.Args...), env, mounts)
+	return engine.Spec{Name: want.Name, Create: &planned{
+		ID: id, Image: d.ctr.Image, Labels: withName(want.Labels, want.Name),
+		Runtime: containerdapi.RuncV2, Snapshotter: containerdapi.DefaultSnapshotter, SnapshotKey: id,
+		Output: "file://" + e.logFile(id), Spec: &spec,
+	}}
+}
+
+// defaultCaps are containerd's default capabilities: an unprivileged
+// container's.
+var defaultCaps = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW", "CAP_SETGID",
+	"CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+}
+
+// waiterSpec is the OCI runtime spec of a waiter: containerd's defaults
+// for an unprivileged container (default capabilities, no new
+// privileges, /proc's sensitive paths masked or read-only, no devices
+// beyond runc's defaults), as root, with its own pid, ipc and mount
+// namespaces and the host's network and UTS (it needs no network, and a
+// new network namespace is most of a container start), in the cgroup
+// /<namespace>/<id>. It mounts /proc and a /dev, no /sys, and mounts.
+func waiterSpec(namespace, id string, args, env []string, mounts []ocispec.Mount) ocispec.Spec {
+	raw := func(v any) json.RawMessage {
+		b, _ := json.Marshal(v)
+		return b
+	}
+	caps := raw(defaultCaps)
+	dev := []ocispec.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
+		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
+		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
+		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
+	}
+	return ocispec.Spec{
+		OCIVersion: "1.1.0",
+		Process: &ocispec.Process{
+			User: ocispec.User{UID: 0, GID: 0}, Args: args, Env: env, Cwd: "/",
+			Rest: ocispec.Rest{
+				"capabilities":    raw(map[string]json.RawMessage{"bounding": caps, "effective": caps, "permitted": caps}),
+				"noNewPrivileges": raw(true),
+				"rlimits":         raw([]map[string]any{{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024}}),
+			},
+		},
+		Root:   &ocispec.Root{Path: "rootfs"},
+		Mounts: append(dev, mounts...),
+		Linux: &ocispec.Linux{
+			Namespaces:  []ocispec.Namespace{{Type: "pid"}, {Type: "ipc"}, {Type: "mount"}},
+			CgroupsPath: "/" + namespace + "/" + id,
+			Rest: ocispec.Rest{
+				"maskedPaths": raw([]string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+					"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi"}),
+				"readonlyPaths": raw([]string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}),
+				"resources":     raw(map[string]any{"devices": []map[string]any{{"allow": false, "access": "rwm"}}}),
+			},
+		},
+	}
+}
+
+// bind is a bind mount of host path source at target.
+func bind(source, target string, readOnly bool) ocispec.Mount {
+	opt := "rw"
+	if readOnly {
+		opt = "ro"
+	}
+	return ocispec.Mount{Destination: target, Type: "bind", Source: source, Options: []string{"rbind", "rprivate", opt}}
+}
+
+// engineBind binds the directory of the socket at source into the
+// waiter, read-only, and returns the socket's path there. The directory,
+// not the socket file: a daemon that restarts makes a new socket, which a
+// bind of the old file would never see.
+func engineBind(source string) ([]ocispec.Mount, string) {
+	dir, file := path.Split(source)
+	if dir == "/" || dir == "" {
+		return []ocispec.Mount{bind(source, containerdapi.DefaultSocket, false)}, containerdapi.DefaultSocket
+	}
+	return []ocispec.Mount{bind(path.Clean(dir), engineDir, true)}, path.Join(engineDir, file)
+}
+
+// socketSource is the host path of the socket bound into the action
+// container at socket, itself or through a directory above it; the
+// default path when no mount says.
+func socketSource(mounts []ocispec.Mount, socket string) string {
+	var binds []ocispec.Mount
+	for _, m := range mounts {
+		if m.Type == "bind" || strings.Contains(strings.Join(m.Options, ","), "bind") {
+			binds = append(binds, m)
+		}
+	}
+	for _, m := range binds {
+		if path.Clean(m.Destination) == socket {
+			return m.Source
+		}
+	}
+	for _, m := range binds {
+		if rest, ok := strings.CutPrefix(socket, path.Clean(m.Destination)+"/"); ok {
+			return path.Join(m.Source, rest)
+		}
+	}
+	return containerdapi.DefaultSocket
+}
+
+// outputPoll is how often Output looks for what the waiter told.
+const outputPoll = 50 * time.Millisecond
+
+// Output passes on what the container told (Tell), until its task stops
+// or ctx ends. Its real output goes to a host file that phase 1, in the
+// action container, cannot see.
+func (e *Engine) Output(ctx context.Context, ref string, w io.Writer) error {
+	said := ""
+	for {
+		ctr, err := e.find(ctx, ref)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			return fmt.Errorf("following container %s: %w", ref, err)
+		}
+		t, terr := e.C.TaskGet(ctx, ctr.ID)
+		stopped := errors.Is(terr, containerdapi.ErrNotFound) || terr == nil && t.Status == containerdapi.TaskStopped
+		if terr == nil || stopped {
+			// Read after the task's state: a line told before the exit is
+			// in ctr's labels when the exit is seen.
+			if ctr, err = e.C.ContainerGet(ctx, ctr.ID); err == nil {
+				if line := ctr.Labels[LabelSaid]; line != "" && line != said {
+					said = line
+					if _, err := io.WriteString(w, line+"\n"); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if stopped {
+			return nil
+		}
+		if !engine.Sleep(ctx, outputPoll) {
+			return ctx.Err()
+		}
+	}
+}
+
+// maxSaid bounds a told line: containerd refuses a label of more than
+// 4096 bytes, key included.
+const maxSaid = 4000
+
+// Tell puts line in the label LabelSaid of the container this process
+// runs in (found as Self finds the action), for Output to pass on.
+func (e *Engine) Tell(ctx context.Context, line []byte) error {
+	e.mu.Lock()
+	own := e.own
+	e.mu.Unlock()
+	if own == "" {
+		s, err := e.Self(ctx, "")
+		if err != nil {
+			return fmt.Errorf("telling phase 1: %w", err)
+		}
+		own = s.ID
+		e.mu.Lock()
+		e.own = own
+		e.mu.Unlock()
+	}
+	if _, err := e.C.ContainerSetLabel(ctx, own, LabelSaid, string(line[:min(len(line), maxSaid)])); err != nil {
+		return fmt.Errorf("telling phase 1: %w", err)
+	}
+	return nil
+}
+
+// engineLost bounds how long the waiter goes on asking a daemon that does
+// not answer (restarting, say) while it waits for a task.
+const engineLost = 2 * time.Minute
+
+// ActionExited waits for the action's task to exit, and returns when it
+// did by the daemon's clock. tink-agent deletes the task 34–94 ms after
+// an exit 0: a task already gone counts as removed now.
+func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, error) {
+	exit, err := e.waitTask(ctx, id, "the action container")
+	switch {
+	case ctx.Err() != nil:
+		return engine.Exit{At: time.Now()}, nil
+	case errors.Is(err, containerdapi.ErrNotFound):
+		return engine.Exit{At: time.Now(), Removed: true}, nil
+	case err != nil:
+		return engine.Exit{}, err
+	}
+	now := time.Now()
+	if exit.ExitedAt.IsZero() || exit.ExitedAt.After(now) {
+		return engine.Exit{At: now}, nil
+	}
+	return engine.Exit{At: exit.ExitedAt}, nil
+}
+
+// waitTask waits for container id's task to exit. A wait that breaks
+// without an answer (the daemon restarting) is asked again, for
+// engineLost at most; one the daemon refuses while the task still runs,
+// after a second.
+func (e *Engine) waitTask(ctx context.Context, id, what string) (containerdapi.Exit, error) {
+	var lostSince time.Time
+	for {
+		exit, err := e.C.TaskWait(ctx, id)
+		var lost *containerdapi.TransportError
+		switch {
+		case err == nil, ctx.Err() != nil, errors.Is(err, containerdapi.ErrNotFound):
+			return exit, err
+		case errors.As(err, &lost):
+			if lostSince.IsZero() {
+				lostSince = time.Now()
+				engine.Log(e.Log, "lost containerd while waiting for "+what+"; asking again", map[string]string{"error": err.Error()})
+			}
+			if time.Since(lostSince) > engineLost {
+				return exit, fmt.Errorf("waiting for %s: no answer from containerd for %v: %w", what, engineLost, err)
+			}
+		default:
+			t, gerr := e.C.TaskGet(ctx, id)
+			if gerr != nil || t.Status != containerdapi.TaskRunning {
+				return exit, fmt.Errorf("waiting for %s: %w", what, err)
+			}
+		}
+		if !engine.Sleep(ctx, time.Second) {
+			return exit, ctx.Err()
+		}
+	}
+}
+
+// maxTail bounds how much of a run's output Follow reads for its tail.
+const maxTail = 1 << 20
+
+// Follow waits for the run to end, and returns it with the last tail
+// lines its task wrote to its output file since Start began it (the
+// waiter sees the file through its read-only bind of LogDir; since is not
+// needed).
+func (e *Engine) Follow(ctx context.Context, ref string, sent time.Time, tail int, since string) (engine.Run, error) {
+	ctr, err := e.find(ctx, ref)
+	if err != nil {
+		return engine.Run{}, fmt.Errorf("following %s: %w", ref, err)
+	}
+	exit, err := e.waitTask(ctx, ctr.ID, ref)
+	if err != nil {
+		return engine.Run{}, fmt.Errorf("following %s: %w", ref, err)
+	}
+	var spec ocispec.Spec
+	_ = json.Unmarshal(ctr.Spec.Value, &spec)
+	e.mu.Lock()
+	r, ok := e.runs[ctr.ID]
+	e.mu.Unlock()
+	if !ok {
+		r.started = sent
+	}
+	finished := exit.ExitedAt
+	if finished.IsZero() {
+		finished = time.Now()
+	}
+	run := engine.Run{
+		ExitCode: int(exit.Status), Image: ctr.Image, StartedAt: stamp(r.started), FinishedAt: stamp(finished), Output: []string{},
+	}
+	if spec.Process != nil {
+		run.Command = spec.Process.Args
+	}
+	if tail > 0 {
+		out, err := readFrom(e.logFile(ctr.ID), r.offset)
+		if err != nil {
+			engine.Log(e.Log, "could not read a container's output", map[string]string{"container": ref, "error": err.Error()})
+		}
+		run.Output = docker.Tail(out, tail)
+	}
+	return run, nil
+}
+
+// readFrom reads file from offset on, or its last maxTail bytes.
+func readFrom(file string, offset int64) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	offset = max(offset, fi.Size()-maxTail)
+	if offset > fi.Size() {
+		offset = 0 // a new file
+	}
+	buf := make([]byte, fi.Size()-offset)
+	n, err := f.ReadAt(buf, offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
