@@ -52,8 +52,8 @@ func printJSON(w io.Writer, r io.Reader) error {
 	return sc.Err()
 }
 
-// versionCmd prints the binary's version and, when an engine answers, the
-// engine's.
+// versionCmd prints the binary's version and, for each engine whose
+// socket answers, the engine's.
 type versionCmd struct{}
 
 func (versionCmd) Run(ctx context.Context, g *globals) error {
@@ -63,9 +63,18 @@ func (versionCmd) Run(ctx context.Context, g *globals) error {
 	v, err := c.EngineVersion(ctx)
 	if err != nil {
 		fmt.Fprintf(g.stdout, "engine: not reachable on %s: %s\n", c.SocketPath(), strings.TrimSpace(err.Error()))
-		return nil
+	} else {
+		negotiated, _ := c.APIVersion(ctx)
+		fmt.Fprintf(g.stdout, "engine: %s %s, API %s (minimum %s), using %s\n", v.Os, v.Version, v.APIVersion, v.MinAPIVersion, negotiated)
 	}
-	negotiated, _ := c.APIVersion(ctx)
-	fmt.Fprintf(g.stdout, "engine: %s %s, API %s (minimum %s), using %s\n", v.Os, v.Version, v.APIVersion, v.MinAPIVersion, negotiated)
+	// containerd's only when its socket is there: CaptainOS's.
+	if e, err := g.containerd(false); err == nil && exists(e.C.Socket) {
+		e.C.WaitForEngine = -1
+		if v, err := e.C.Version(ctx); err != nil {
+			fmt.Fprintf(g.stdout, "containerd: not reachable on %s: %s\n", e.C.SocketPath(), strings.TrimSpace(err.Error()))
+		} else {
+			fmt.Fprintf(g.stdout, "containerd: %s (revision %s), namespace %s\n", v.Version, v.Revision, e.C.Namespace)
+		}
+	}
 	return nil
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/engine/docker"
 	"github.com/waitdaemon/waitdaemon/phase"
 )
 
@@ -61,16 +60,6 @@ func (g *globals) client() *dockerapi.Client {
 		c.Trace = g.stderr
 	}
 	return c
-}
-
-// engine returns the engine the phases work on; the waiter's waits longer
-// for an engine that restarts.
-func (g *globals) engine(waiter bool) (engine.Engine, error) {
-	c := g.client()
-	if waiter {
-		c.WaitForEngine = docker.WaiterWaitForEngine
-	}
-	return &docker.Engine{C: c, Log: g.stdout}, nil
 }
 
 // options are what the phases get from the command line.

@@ -71,6 +71,8 @@ func TestCLIWithoutEngine(t *testing.T) {
 		{name: "action command version", args: []string{"action", "--", "version"}, env: map[string]string{"IMAGE": ""}, wantCode: exitInput, wantErr: "IMAGE is not set"},
 		{name: "action command -v", args: []string{"action", "--", "-v"}, env: map[string]string{"IMAGE": ""}, wantCode: exitInput, wantErr: "IMAGE is not set"},
 		{name: "action command api", args: []string{"action", "--", "api", "GET", "/_ping"}, env: map[string]string{"IMAGE": ""}, wantCode: exitInput, wantErr: "IMAGE is not set"},
+		{name: "unknown engine", args: []string{"action", "--", "reboot"}, env: map[string]string{"IMAGE": "alpine", "WAITDAEMON_ENGINE": "podman"}, wantCode: exitInput, wantErr: `WAITDAEMON_ENGINE="podman": expected docker or containerd`},
+		{name: "version with containerd", args: []string{"version"}, env: map[string]string{"DOCKER_HOST": "unix:///nonexistent.sock", "CONTAINERD_ADDRESS": "/dev/null"}, wantCode: 0, wantOut: "containerd: not reachable on /dev/null"},
 		{name: "version without engine", args: []string{"version"}, env: map[string]string{"DOCKER_HOST": "unix:///nonexistent.sock"}, wantCode: 0, wantOut: "engine: not reachable on /nonexistent.sock"},
 	}
 	for _, tc := range cases {
@@ -104,7 +106,7 @@ func TestVariables(t *testing.T) {
 			t.Errorf("--help does not list %s", v.Name)
 		}
 	}
-	if len(listed) < 16 {
+	if len(listed) < 19 {
 		t.Fatalf("phase.Variables has only %d variables", len(listed))
 	}
 	// The command line's own env tags (WAITDAEMON_VERBOSE) are in the list.
@@ -124,7 +126,7 @@ func TestVariables(t *testing.T) {
 	walk(reflect.TypeFor[cli]())
 	// Every WAITDAEMON_ variable the sources name is in the list, but for
 	// the misspelling they show.
-	for _, file := range []string{"README.md", "main.go", "phase/settings.go", "phase/one.go", "phase/two.go"} {
+	for _, file := range []string{"README.md", "main.go", "engines.go", "phase/settings.go", "phase/one.go", "phase/two.go"} {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
@@ -150,7 +152,7 @@ func TestVariables(t *testing.T) {
 		switch {
 		case v.Name == "IMAGE" || v.Name == "WAIT_SECONDS":
 			// Its alias is set too, and wins.
-		case v.Name == "WAITDAEMON_VERBOSE" || v.Name == "DOCKER_HOST":
+		case !v.Input():
 			if read {
 				t.Errorf("%s is read by the command line or the engine's client, yet ReadInputs took it", v.Name)
 			}

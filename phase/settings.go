@@ -72,8 +72,15 @@ var Variables = []Variable{
 	{"WAITDAEMON_DRY_RUN", "true: print the whole plan, create nothing, exit 0", func(in *Inputs) *string { return &in.DryRun }},
 	{"WAITDAEMON_CONTAINER", "this action container's ID or name, when detection cannot find it", func(in *Inputs) *string { return &in.Container }},
 	{"WAITDAEMON_VERBOSE", "true (or 1, yes): trace every exchange with the engine on stderr", nil},
-	{"DOCKER_HOST", "the engine's socket, unix:///path (default unix:///var/run/docker.sock)", nil},
+	{"WAITDAEMON_ENGINE", "docker or containerd (default: Docker if its socket is there, else containerd)", nil},
+	{"DOCKER_HOST", "Docker's socket, unix:///path (default unix:///var/run/docker.sock)", nil},
+	{"CONTAINERD_ADDRESS", "containerd's socket (default /run/containerd/containerd.sock)", nil},
+	{"CONTAINERD_NAMESPACE", "containerd's namespace (default: the action's, else tinkerbell)", nil},
 }
+
+// Input reports whether ReadInputs reads the variable; the others are
+// read by the command line or when the engine is chosen.
+func (v Variable) Input() bool { return v.field != nil }
 
 // VariablesHelp is the table of Variables for --help.
 func VariablesHelp() string {

@@ -88,7 +88,7 @@ func TestUnknownVariables(t *testing.T) {
 			t.Errorf("unknownVariables(%q) = %v (exit %d), want %q (exit %d)", tc.env, err, exitCode(err), tc.want, engine.ExitInput)
 		}
 	}
-	if got := Known(); len(got) != 13 || !slices.Contains(got, "WAITDAEMON_VERBOSE") || !slices.Contains(got, "WAITDAEMON_IMAGE") {
-		t.Errorf("Known() = %q, want the 13 of --help", got)
+	if got := Known(); len(got) != 14 || !slices.Contains(got, "WAITDAEMON_VERBOSE") || !slices.Contains(got, "WAITDAEMON_IMAGE") {
+		t.Errorf("Known() = %q, want the 14 of --help", got)
 	}
 }
