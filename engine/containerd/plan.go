@@ -211,7 +211,7 @@ func (e *Engine) Start(ctx context.Context, ref string) error {
 	if _, err := e.C.TaskStart(ctx, ctr.ID); err != nil {
 		return fmt.Errorf("starting container %s: %w", ref, err)
 	}
-	started := time.Now()
+	started := e.clock()
 	e.mu.Lock()
 	if e.runs == nil {
 		e.runs = map[string]run{}
