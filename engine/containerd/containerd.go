@@ -107,6 +107,9 @@ type Engine struct {
 	// make both deterministic.
 	newSuffix func() string
 	now       func() time.Time
+	// hostDir is the pull's certs.d directory; nil means
+	// containerdapi.HostDir. Tests fix it.
+	hostDir func() string
 
 	mu   sync.Mutex
 	ids  map[string]string // readable name → ID, of what this process made or found
@@ -358,7 +361,11 @@ func (e *Engine) HasImage(ctx context.Context, ref imageref.Ref) (bool, error) {
 // the credential for its own registry alone, through the host directory
 // CaptainOS writes for insecure registries when it is there.
 func (e *Engine) Pull(ctx context.Context, ref imageref.Ref, auth *engine.Auth, progress func(done, total int64)) error {
-	req := containerdapi.PullRequest{Ref: ref.Qualified(), HostDir: containerdapi.HostDir()}
+	hostDir := containerdapi.HostDir
+	if e.hostDir != nil {
+		hostDir = e.hostDir
+	}
+	req := containerdapi.PullRequest{Ref: ref.Qualified(), HostDir: hostDir()}
 	if auth != nil {
 		req.Auth = authFor(auth)
 	}

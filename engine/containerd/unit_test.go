@@ -1,0 +1,225 @@
+package containerd
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/imageref"
+	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+)
+
+// These tests need no daemon, recorded or not.
+
+func TestIDFor(t *testing.T) {
+	long := "tinkerbell_" + strings.Repeat("a", 60) + "_01JRECORDREBOOT00000000000-waitdaemon-user"
+	cases := []struct{ name, want string }{
+		{"tinkerbell_reboot_01JABC-waitdaemon-user", "tinkerbell_reboot_01JABC-waitdaemon-user-0123abcd"},
+		{"action_my action!/x", "action_my-action-x-0123abcd"},
+		{"__--..", "waitdaemon-0123abcd"},
+		{"a..b", "a.b-0123abcd"},
+		{long, long[len(long)-(maxID-9):] + "-0123abcd"},
+	}
+	valid := func(id string) bool {
+		if len(id) > maxID || id == "" {
+			return false
+		}
+		prev := '.'
+		for _, r := range id {
+			sep := r == '.' || r == '_' || r == '-'
+			alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+			if !sep && !alnum || sep && (prev == '.' || prev == '_' || prev == '-') {
+				return false
+			}
+			prev = r
+		}
+		return prev != '.' && prev != '_' && prev != '-'
+	}
+	for _, tc := range cases {
+		got := IDFor(tc.name, "0123abcd")
+		if got != tc.want || !valid(got) {
+			t.Errorf("IDFor(%q) = %q (valid: %v), want %q", tc.name, got, valid(got), tc.want)
+		}
+	}
+}
+
+// TestAuthFor: a credential goes to its own registry's host alone;
+// Docker Hub's under the hosts the daemon asks for it.
+func TestAuthFor(t *testing.T) {
+	cases := []struct {
+		registry, host string
+		want           bool
+	}{
+		{"registry.example:5000", "registry.example:5000", true},
+		{"registry.example:5000", "registry.example", false},
+		{"registry.example:5000", "other.example:5000", false},
+		{"docker.io", "registry-1.docker.io", true},
+		{"docker.io", "docker.io", true},
+		{"docker.io", "ghcr.io", false},
+		{"ghcr.io", "registry-1.docker.io", false},
+	}
+	for _, tc := range cases {
+		user, secret, ok := authFor(&engine.Auth{Username: "u", Password: "p", Registry: tc.registry})(tc.host, tc.host+"/x:1")
+		if ok != tc.want || ok && (user != "u" || secret != "p") {
+			t.Errorf("credential for %s asked by %s: %q %q %v, want %v", tc.registry, tc.host, user, secret, ok, tc.want)
+		}
+	}
+	if user, secret, ok := authFor(&engine.Auth{IdentityToken: "tok", Registry: "r.example"})("r.example", ""); !ok || user != "" || secret != "tok" {
+		t.Errorf("an identity token: %q %q %v, want it as the secret, no user", user, secret, ok)
+	}
+}
+
+func TestDetectNamespace(t *testing.T) {
+	id := strings.Repeat("ab", 32)
+	cases := []struct{ env, cgroup, want string }{
+		{"mine", "0::/tinkerbell/" + id, "mine"},
+		{"", "12:pids:/other/" + id + "\n0::/other/" + id, "other"},
+		{"", "0::/user.slice", "tinkerbell"},
+	}
+	for _, tc := range cases {
+		if got := detectNamespace(tc.env, tc.cgroup); got != tc.want {
+			t.Errorf("detectNamespace(%q, %q) = %q, want %q", tc.env, tc.cgroup, got, tc.want)
+		}
+	}
+}
+
+// recordedAction is an action container of testdata/ocispec, as
+// tink-agent made it, taken for the action.
+func recordedAction(t *testing.T, file string) engine.Self {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("../../testdata/ocispec", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Container struct {
+			ID     string
+			Image  string
+			Labels map[string]string
+			Spec   struct {
+				Value json.RawMessage `json:"value"`
+			}
+		} `json:"container"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	s, err := toSelf(containerdapi.Container{
+		ID: rec.Container.ID, Image: rec.Container.Image, Labels: rec.Container.Labels,
+		Spec: containerdapi.SpecAny(rec.Container.Spec.Value),
+	}, "cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestPlanWaiter: the waiter runs waitdaemon's image, unprivileged, in
+// its own pid namespace on the host's network, with the socket's
+// directory (found from the action's volume), the tasks' output and the
+// result file's directory, and what it needs to reach containerd.
+func TestPlanWaiter(t *testing.T) {
+	self := recordedAction(t, "reboot.json")
+	if self.Name != "tinkerbell_reboot_01JRECORDREBOOT00000000000" || !slices.Contains(self.Env, "WAIT_SECONDS=10") {
+		t.Fatalf("the recorded action read as %+v", self)
+	}
+	e := New(&containerdapi.Client{Socket: "/run/containerd/containerd.sock", Namespace: "tinkerbell"})
+	e.newSuffix = func() string { return "0000000a" }
+	spec := e.PlanWaiter(self, engine.Waiter{
+		Name: self.Name + "-waitdaemon-waiter", Labels: map[string]string{"org.waitdaemon.role": "waiter"},
+		Args: []string{"waiter", "--user-container=u"}, Env: []string{"WAITDAEMON_VERBOSE=true"},
+		Bind: engine.Bind{Host: "/var/lib/result", Container: "/run/waitdaemon-result"},
+	})
+	p := spec.Create.(*planned)
+	id := self.Name + "-waitdaemon-waiter-0000000a"
+	if spec.Name != self.Name+"-waitdaemon-waiter" || p.ID != id || p.Image != "docker.io/library/waitdaemon:dev" ||
+		p.Labels[LabelName] != spec.Name || p.Labels["org.waitdaemon.role"] != "waiter" || p.Output != "file://"+DefaultLogDir+"/"+id+"/log" {
+		t.Errorf("PlanWaiter() = %s %+v", spec.Name, p)
+	}
+	s := p.Spec
+	if !slices.Equal(s.Process.Args, []string{"/waitdaemon", "waiter", "--user-container=u"}) {
+		t.Errorf("waiter args %q", s.Process.Args)
+	}
+	for _, want := range []string{"CONTAINERD_ADDRESS=/run/waitdaemon-engine/containerd.sock", "CONTAINERD_NAMESPACE=tinkerbell", "WAITDAEMON_ENGINE=containerd", "WAITDAEMON_VERBOSE=true"} {
+		if !slices.Contains(s.Process.Env, want) {
+			t.Errorf("waiter env %q lacks %s", s.Process.Env, want)
+		}
+	}
+	var caps struct{ Bounding []string }
+	_ = json.Unmarshal(s.Process.Rest["capabilities"], &caps)
+	if !slices.Equal(caps.Bounding, defaultCaps) || string(s.Process.Rest["noNewPrivileges"]) != "true" {
+		t.Errorf("waiter capabilities %s, want containerd's defaults, and no new privileges", s.Process.Rest["capabilities"])
+	}
+	var types []string
+	for _, ns := range s.Linux.Namespaces {
+		types = append(types, ns.Type)
+	}
+	if !slices.Contains(types, "pid") || !ocispec.HostNetwork(*s) || s.Linux.CgroupsPath != "/tinkerbell/"+id {
+		t.Errorf("waiter namespaces %q cgroup %s, want its own pid, the host's network", types, s.Linux.CgroupsPath)
+	}
+	binds := map[string]ocispec.Mount{}
+	for _, m := range s.Mounts {
+		if m.Type == "bind" {
+			binds[m.Destination] = m
+		}
+	}
+	ro := func(m ocispec.Mount) bool { return slices.Contains(m.Options, "ro") }
+	if m := binds["/run/waitdaemon-engine"]; m.Source != "/run/containerd" || !ro(m) {
+		t.Errorf("the socket's directory: %+v, want /run/containerd read-only", m)
+	}
+	if m := binds[DefaultLogDir]; m.Source != DefaultLogDir || !ro(m) {
+		t.Errorf("the tasks' output: %+v, want it read-only", m)
+	}
+	if m := binds["/run/waitdaemon-result"]; m.Source != "/var/lib/result" || ro(m) {
+		t.Errorf("the result file's directory: %+v, want it writable", m)
+	}
+	if len(binds) != 3 {
+		t.Errorf("waiter binds %v, want those three alone", binds)
+	}
+	if _, err := json.Marshal(spec); err != nil {
+		t.Errorf("the waiter's plan does not print: %v", err)
+	}
+}
+
+func TestSocketSource(t *testing.T) {
+	m := func(dst, src string) ocispec.Mount {
+		return ocispec.Mount{Destination: dst, Source: src, Type: "bind", Options: []string{"rbind"}}
+	}
+	cases := []struct {
+		mounts []ocispec.Mount
+		want   string
+	}{
+		{[]ocispec.Mount{m("/run/containerd/containerd.sock", "/run/k3s/containerd/containerd.sock")}, "/run/k3s/containerd/containerd.sock"},
+		{[]ocispec.Mount{m("/run/containerd", "/run/other")}, "/run/other/containerd.sock"},
+		{[]ocispec.Mount{{Destination: "/run", Type: "tmpfs", Source: "tmpfs"}}, containerdapi.DefaultSocket},
+	}
+	for _, tc := range cases {
+		if got := socketSource(tc.mounts, "/run/containerd/containerd.sock"); got != tc.want {
+			t.Errorf("socketSource(%+v) = %s, want %s", tc.mounts, got, tc.want)
+		}
+	}
+}
+
+// TestEnginePull replays containerdapi's recording of a pull from a
+// registry that wants a login (PullAuth.json): the engine's credential
+// for that registry goes to it when the daemon asks.
+func TestEnginePull(t *testing.T) {
+	e, _ := testEngine(t, "PullAuth")
+	e.hostDir = func() string { return "" }
+	ref, err := imageref.Parse("127.0.0.1:5011/rr/good:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	if err := e.Pull(ctx, ref, &engine.Auth{Username: "rr", Password: "rr-Secret-0b6f", Registry: "127.0.0.1:5011"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.C.ImageGet(ctx, ref.Qualified()); err != nil {
+		t.Error(err)
+	}
+}
