@@ -31,6 +31,10 @@ const fixtureImage = "waitdaemon-fixture:1"
 // registry is the local registry `make record` runs and fills.
 const registry = "127.0.0.1:5000"
 
+// authRegistry serves the same images, to user rr with password
+// rr-password only.
+const authRegistry = "127.0.0.1:5001"
+
 func client(t *testing.T, engine, name string) *dockerapi.Client {
 	t.Helper()
 	s := rr.Open(t, fixtures, engine, name)
@@ -251,6 +255,44 @@ func TestPull(t *testing.T) {
 			err = c.ImagePull(ctx, missing, nil, nil)
 			if !errors.As(err, &apiErr) || !errors.Is(err, dockerapi.ErrNotFound) || apiErr.Message == "" {
 				t.Errorf("ImagePull(missing) error = %v, want not found, with the engine's message", err)
+			}
+		})
+	}
+}
+
+// TestPullAuth pulls from a registry that wants a password: without
+// credentials, with a wrong password, then with the right one. The
+// refusals are worded differently by each engine (20.10: "unauthorized:
+// authentication required"; Docker 29: "… 401 Unauthorized"); what the
+// client promises is a status error that is not "not found", with the
+// engine's own message, and a pull that works with the right credentials.
+func TestPullAuth(t *testing.T) {
+	for _, engine := range dockers {
+		t.Run(engine, func(t *testing.T) {
+			c := client(t, engine, "PullAuth")
+			ctx := ctx(t)
+			ref, _ := imageref.Parse(authRegistry + "/rr/good:1")
+			refusals := []struct {
+				name string
+				auth *dockerapi.AuthConfig
+			}{
+				{"no credentials", nil},
+				{"a wrong password", &dockerapi.AuthConfig{Username: "rr", Password: "not-rr-password", ServerAddress: authRegistry}},
+			}
+			for _, tc := range refusals {
+				err := c.ImagePull(ctx, ref, tc.auth, nil)
+				var apiErr *dockerapi.Error
+				if !errors.As(err, &apiErr) || errors.Is(err, dockerapi.ErrNotFound) || apiErr.Message == "" ||
+					!strings.HasPrefix(err.Error(), "pulling image "+ref.String()+": ") {
+					t.Errorf("ImagePull() with %s: error = %v, want a status error other than not found, with the engine's message", tc.name, err)
+				}
+			}
+			err := c.ImagePull(ctx, ref, &dockerapi.AuthConfig{Username: "rr", Password: "rr-password", ServerAddress: authRegistry}, nil)
+			if err != nil {
+				t.Fatalf("ImagePull() with the right password: %v", err)
+			}
+			if _, err := c.ImageInspect(ctx, ref.String()); err != nil {
+				t.Errorf("ImageInspect() after the pull: %v", err)
 			}
 		})
 	}

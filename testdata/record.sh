@@ -17,6 +17,7 @@ cleanup() {
 trap cleanup EXIT
 
 command -v docker-registry >/dev/null || { echo "record: needs Debian's docker-registry (apt-get install -y docker-registry)" >&2; exit 1; }
+command -v htpasswd >/dev/null || { echo "record: needs htpasswd (apt-get install -y apache2-utils)" >&2; exit 1; }
 command -v podman >/dev/null || { echo "record: needs podman (apt-get install -y podman)" >&2; exit 1; }
 docker version --format '{{.Server.Version}}' >/dev/null || { echo "record: needs a running Docker engine (see README)" >&2; exit 1; }
 
@@ -51,6 +52,16 @@ layer=$(curl -fs -H 'Accept: application/vnd.docker.distribution.manifest.v2+jso
 	http://127.0.0.1:5000/v2/rr/broken/manifests/1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["layers"][-1]["digest"].split(":")[1])')
 rm -rf "$work/registry/docker/registry/v2/blobs/sha256/${layer:0:2}/$layer"
 
+echo "== the same registry with a password, on 127.0.0.1:5001"
+# The user and password dockerapi's TestPullAuth sends.
+htpasswd -Bbn rr rr-password >"$work/htpasswd"
+sed -e 's/127.0.0.1:5000/127.0.0.1:5001/' "$work/registry.yml" >"$work/registry-auth.yml"
+printf 'auth:\n  htpasswd:\n    realm: rr\n    path: %s\n' "$work/htpasswd" >>"$work/registry-auth.yml"
+docker-registry serve "$work/registry-auth.yml" >"$work/registry-auth.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:5001/v2/)" = 401 ] && break; sleep 0.1; done
+docker rmi 127.0.0.1:5001/rr/good:1 >/dev/null 2>&1 || true
+
 echo "== podman"
 printf '[containers]\ndefault_ulimits = []\n' >"$work/containers.conf"
 export CONTAINERS_CONF="$work/containers.conf"
@@ -66,7 +77,7 @@ docker29() { docker -H "unix://$sock29" "$@"; }
 docker save waitdaemon-fixture:1 | docker29 load -q >/dev/null
 docker29 rm -f rr-run-to-exit rr-start-twice >/dev/null 2>&1 || true
 # The pulls must find nothing there.
-docker29 rmi -f 127.0.0.1:5000/rr/good:1 127.0.0.1:5000/rr/broken:1 >/dev/null 2>&1 || true
+docker29 rmi -f 127.0.0.1:5000/rr/good:1 127.0.0.1:5000/rr/broken:1 127.0.0.1:5001/rr/good:1 >/dev/null 2>&1 || true
 
 echo "== record"
 # Each run replays the other engine's fixtures, so a first recording may
