@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
 	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+	"github.com/waitdaemon/waitdaemon/internal/grpcrr"
 )
 
 // These tests need no daemon, recorded or not.
@@ -221,5 +223,30 @@ func TestEnginePull(t *testing.T) {
 	}
 	if _, err := e.C.ImageGet(ctx, ref.Qualified()); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestEnginePullOld replays a hand-made fixture
+// (testdata/fixtures/containerd-handmade): containerd 1.6 has no
+// Transfer service, and the pull's error names the daemon's version.
+func TestEnginePullOld(t *testing.T) {
+	s := grpcrr.Open(t, fixtures, "containerd-handmade", "EnginePullOld", containerdapi.Codec)
+	c := &containerdapi.Client{Socket: s.Socket, Transport: s.Transport, Namespace: namespace}
+	containerdapi.SetStreamIDs(c, "waitdaemon-rr-enginepullold")
+	e := New(c)
+	e.hostDir = func() string { return "" }
+	ref, _ := imageref.Parse("127.0.0.1:5010/rr/good:1")
+	err := e.Pull(testCtx(t), ref, nil, nil)
+	if !errors.Is(err, containerdapi.ErrUnimplemented) || !strings.Contains(err.Error(), "containerd 1.6.20") || !strings.Contains(err.Error(), "2.0") {
+		t.Errorf("Pull() on containerd 1.6: %v, want Unimplemented, naming the version and 2.0", err)
+	}
+}
+
+// TestReach: a socket that is not there says how to mount it.
+func TestReach(t *testing.T) {
+	e := New(&containerdapi.Client{Socket: filepath.Join(t.TempDir(), "containerd.sock"), WaitForEngine: -1})
+	err := e.Reach(testCtx(t))
+	if err == nil || !strings.Contains(err.Error(), "- /run/containerd/containerd.sock:/run/containerd/containerd.sock") {
+		t.Errorf("Reach() without a socket: %v, want how to mount it", err)
 	}
 }
