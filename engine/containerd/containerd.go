@@ -370,10 +370,18 @@ func (e *Engine) Pull(ctx context.Context, ref imageref.Ref, auth *engine.Auth, 
 		req.Auth = authFor(auth)
 	}
 	if progress != nil {
+		// The daemon reports each blob on its own: add them up.
+		blobs := map[string][2]int64{} // name: done, total
 		req.Progress = func(p containerdapi.Progress) {
-			if p.Total > 0 {
-				progress(p.Progress, p.Total)
+			if p.Total <= 0 {
+				return
 			}
+			blobs[p.Name] = [2]int64{p.Progress, p.Total}
+			var done, total int64
+			for _, b := range blobs {
+				done, total = done+b[0], total+b[1]
+			}
+			progress(done, total)
 		}
 	}
 	err := e.C.Pull(ctx, req)

@@ -250,3 +250,25 @@ func TestReach(t *testing.T) {
 		t.Errorf("Reach() without a socket: %v, want how to mount it", err)
 	}
 }
+
+// TestEnginePullProgress replays containerdapi's recording of a pull
+// with progress (Pull.json): the blobs' bytes are added up, and the
+// image is then present.
+func TestEnginePullProgress(t *testing.T) {
+	e, _ := testEngine(t, "Pull")
+	e.hostDir = func() string { return "" }
+	ref, _ := imageref.Parse("127.0.0.1:5010/rr/good:1")
+	ctx := testCtx(t)
+	var last [2]int64
+	calls := 0
+	err := e.Pull(ctx, ref, nil, func(done, total int64) { last = [2]int64{done, total}; calls++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 || last[0] != last[1] || last[1] < 1000 {
+		t.Errorf("progress ended at %d of %d after %d calls, want all of the image's bytes", last[0], last[1], calls)
+	}
+	if ok, err := e.HasImage(ctx, ref); !ok || err != nil {
+		t.Errorf("HasImage() after the pull = %v, %v", ok, err)
+	}
+}

@@ -154,27 +154,26 @@ const outputPoll = 50 * time.Millisecond
 // or ctx ends. Its real output goes to a host file that phase 1, in the
 // action container, cannot see.
 func (e *Engine) Output(ctx context.Context, ref string, w io.Writer) error {
+	ctr, err := e.find(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("following container %s: %w", ref, err)
+	}
 	said := ""
 	for {
-		ctr, err := e.find(ctx, ref)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
+		t, err := e.C.TaskGet(ctx, ctr.ID)
+		stopped := errors.Is(err, containerdapi.ErrNotFound) || err == nil && t.Status == containerdapi.TaskStopped
+		if err != nil && !stopped {
 			return fmt.Errorf("following container %s: %w", ref, err)
 		}
-		t, terr := e.C.TaskGet(ctx, ctr.ID)
-		stopped := errors.Is(terr, containerdapi.ErrNotFound) || terr == nil && t.Status == containerdapi.TaskStopped
-		if terr == nil || stopped {
-			// Read after the task's state: a line told before the exit is
-			// in ctr's labels when the exit is seen.
-			if ctr, err = e.C.ContainerGet(ctx, ctr.ID); err == nil {
-				if line := ctr.Labels[LabelSaid]; line != "" && line != said {
-					said = line
-					if _, err := io.WriteString(w, line+"\n"); err != nil {
-						return err
-					}
-				}
+		// Read after the task's state: a line told before the exit is
+		// in the labels when the exit is seen.
+		if ctr, err = e.C.ContainerGet(ctx, ctr.ID); err != nil {
+			return fmt.Errorf("following container %s: %w", ref, err)
+		}
+		if line := ctr.Labels[LabelSaid]; line != "" && line != said {
+			said = line
+			if _, err := io.WriteString(w, line+"\n"); err != nil {
+				return err
 			}
 		}
 		if stopped {
