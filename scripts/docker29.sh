@@ -45,16 +45,44 @@ log=/var/log/waitdaemon-docker29.log
 say() { echo "docker29: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-up() { curl -fsS --max-time 2 --unix-socket "$sock" http://docker/_ping >/dev/null 2>&1; }
+up() { curl -fsS --max-time 5 --unix-socket "$sock" http://docker/_ping >/dev/null 2>&1; }
+
+# pid prints the pid of the dockerd that owns the pid file, if it runs.
+pid() {
+	local p
+	p=$(cat "$run/docker.pid" 2>/dev/null || true)
+	[ -n "$p" ] && kill -0 "$p" 2>/dev/null && echo "$p"
+}
+
+# ready PID: waits up to 60 s for dockerd PID to answer, then prints the
+# socket's path; fails with its log when it dies or stays silent.
+ready() {
+	local p=$1 began=$SECONDS
+	for _ in $(seq 240); do
+		if up; then
+			local v
+			v=$(curl -fsS --unix-socket "$sock" http://docker/version |
+				python3 -c 'import json,sys; v=json.load(sys.stdin); print("Docker %s, API %s (minimum %s)" % (v["Version"], v["ApiVersion"], v["MinAPIVersion"]))')
+			say "$v is up on unix://$sock"
+			echo "$sock"
+			return
+		fi
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.25
+	done
+	say "dockerd did not answer within $((SECONDS - began)) s; its log ($log):"
+	tail -20 "$log" >&2
+	exit 1
+}
 
 stop() {
-	local pid
-	pid=$(cat "$run/docker.pid" 2>/dev/null || true)
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		say "stopping dockerd (pid $pid)"
-		kill -TERM "$pid"
-		for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-		kill -0 "$pid" 2>/dev/null && die "dockerd (pid $pid) did not stop within 30 s; its log: $log"
+	local p
+	p=$(pid || true)
+	if [ -n "$p" ]; then
+		say "stopping dockerd (pid $p)"
+		kill -TERM "$p"
+		for _ in $(seq 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+		kill -0 "$p" 2>/dev/null && die "dockerd (pid $p) did not stop within 30 s; its log: $log"
 	else
 		say "not running"
 	fi
@@ -84,6 +112,12 @@ start() {
 	if up; then
 		say "already running on unix://$sock"
 		echo "$sock"
+		return
+	fi
+	local p
+	if p=$(pid); then
+		say "dockerd (pid $p) runs but has not answered yet: waiting for it"
+		ready "$p"
 		return
 	fi
 	export PATH=/usr/local/go/bin:$PATH
@@ -143,22 +177,8 @@ start() {
 	fi
 	say "starting dockerd (log: $log)"
 	PATH=$path setsid sh -c "$cmd" >>"$log" 2>&1 </dev/null 9>&- &
-	local pid=$!
-	for _ in $(seq 240); do
-		if up; then
-			local v
-			v=$(curl -fsS --unix-socket "$sock" http://docker/version |
-				python3 -c 'import json,sys; v=json.load(sys.stdin); print("Docker %s, API %s (minimum %s)" % (v["Version"], v["ApiVersion"], v["MinAPIVersion"]))')
-			say "$v is up on unix://$sock, in $((SECONDS - began)) s"
-			echo "$sock"
-			return
-		fi
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.25
-	done
-	say "dockerd did not answer within 60 s; its log ($log):"
-	tail -20 "$log" >&2
-	exit 1
+	ready $!
+	say "started in $((SECONDS - began)) s"
 }
 
 case ${1:-start} in
