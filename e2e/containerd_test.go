@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
 	"github.com/waitdaemon/waitdaemon/phase"
 )
@@ -104,28 +105,42 @@ func actionSpec(id string, args, env []string, volumes [][2]string, etc string) 
 	return data
 }
 
-// TestContainerdEngine runs an action on the test containerd the way
-// tink-agent does (a random 64-hex ID, nerdctl's name label, pid and
-// network host, the socket as a volume, the output to a file), with
-// waitdaemon's image as the action's and the probe as IMAGE: phase 1
-// finds itself, hands off and exits 0; the agent deletes the action;
-// the waiter runs the probe, which must see the action's env, volumes
-// and namespaces, and writes the result file; then nothing but the
-// stopped waiter is left.
-func TestContainerdEngine(t *testing.T) {
-	c := requireContainerd(t)
-	setup(t) // builds the images, on the Docker engine
-	actionImg := cmp.Or(os.Getenv("E2E_CONTAINERD_ACTION_IMAGE"), actionImage)
-	importImages(t, actionImg, probeImage)
-	qualified := func(ref string) string { return "docker.io/library/" + ref }
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// cdAction is one action run on the test containerd.
+type cdAction struct {
+	name    string   // nerdctl/name, tinkerbell_<name>_<action ID>
+	args    []string // the action's command
+	env     []string // the action's environment, besides PATH
+	volumes [][2]string
+}
 
+// cdRun is what became of it.
+type cdRun struct {
+	id     string // the action container's
+	phase1 string // its output
+	result phase2Result
+}
+
+// phase2Result is the result file, in part.
+type phase2Result struct {
+	ExitCode int `json:"exit_code"`
+	Attempts []struct {
+		Container string   `json:"container"`
+		ExitCode  int      `json:"exit_code"`
+		LogTail   []string `json:"log_tail"`
+		Kept      bool     `json:"kept"`
+	} `json:"attempts"`
+}
+
+// runCDAction runs a as tink-agent does: a random 64-hex ID, nerdctl's
+// name label, an unprivileged spec with pid and network host, the socket
+// as a volume, the output to a file, /etc files from a temporary
+// directory; wait, start, and after an exit 0, the task then the
+// container deleted at once. It waits for the waiter's result file.
+func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng *containerd.Engine, actionImg string, a cdAction) cdRun {
+	t.Helper()
 	idb := make([]byte, 32)
 	_, _ = rand.Read(idb)
 	id := hex.EncodeToString(idb)
-	name := "tinkerbell_cd-e2e_01JE2E" + strings.ToUpper(id[:20])
-	eng := containerd.New(c)
 	t.Cleanup(func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer ccancel()
@@ -141,8 +156,7 @@ func TestContainerdEngine(t *testing.T) {
 			t.Errorf("cleaning up the action: %v", err)
 		}
 	})
-
-	out, etc := t.TempDir(), t.TempDir()
+	etc := t.TempDir()
 	for _, f := range []string{"resolv.conf", "hosts", "hostname"} {
 		data, err := os.ReadFile("/etc/" + f)
 		if err != nil {
@@ -152,35 +166,31 @@ func TestContainerdEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	resultDir := t.TempDir()
-	img, err := c.ImageUnpacked(ctx, qualified(actionImg), containerdapi.DefaultPlatform(), containerdapi.DefaultSnapshotter)
+	img, err := c.ImageUnpacked(ctx, "docker.io/library/"+actionImg, containerdapi.DefaultPlatform(), containerdapi.DefaultSnapshotter)
 	if err != nil {
 		t.Fatalf("the imported action image: %v", err)
 	}
-	args := append(slices.Clone(img.Config.Config.Entrypoint), "--probe-arg", "two words")
-	env := []string{
+	resultDir := t.TempDir()
+	args := append(slices.Clone(img.Config.Config.Entrypoint), a.args...)
+	env := append([]string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"IMAGE=" + qualified(probeImage), "WAIT_SECONDS=1", "WAITDAEMON_ENGINE=containerd",
 		"WAITDAEMON_RESULT_FILE=" + filepath.Join(resultDir, "result.json"),
-		"PROBE_DIR=/out", "PROBE_NAME=user", "OPERATOR_SETTING=kept",
-	}
-	volumes := [][2]string{{containerdSocket, containerdapi.DefaultSocket}, {out, "/out"}}
+	}, a.env...)
+	volumes := append([][2]string{{containerdSocket, containerdapi.DefaultSocket}}, a.volumes...)
 	actionLog := filepath.Join(t.TempDir(), "action.log")
 
-	// tink-agent's create: lease, snapshot, container, task; then wait
-	// and start.
 	lease := "e2e-" + id[:12]
 	if _, err := c.LeaseCreate(ctx, lease, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	lctx := containerdapi.WithLease(ctx, lease)
-	key := name + "-" + id[:8]
+	key := a.name + "-" + id[:8]
 	mounts, err := c.SnapshotPrepare(lctx, containerdapi.DefaultSnapshotter, key, img.ChainID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.ContainerCreate(lctx, containerdapi.Container{
-		ID: id, Image: qualified(actionImg), Labels: map[string]string{"nerdctl/name": name, "nerdctl/namespace": containerdNS},
+		ID: id, Image: "docker.io/library/" + actionImg, Labels: map[string]string{"nerdctl/name": a.name, "nerdctl/namespace": containerdNS},
 		Runtime: containerdapi.Runtime{Name: containerdapi.RuncV2}, Spec: containerdapi.SpecAny(actionSpec(id, args, env, volumes, etc)),
 		Snapshotter: containerdapi.DefaultSnapshotter, SnapshotKey: key,
 	})
@@ -206,12 +216,10 @@ func TestContainerdEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	exit := <-waited
-	phase1, _ := os.ReadFile(actionLog)
-	if exit.Status != 0 || !strings.Contains(string(phase1), `"msg":"handed off"`) {
-		t.Fatalf("the action exited %d, want 0 and the hand-off; its output:\n%s", exit.Status, phase1)
-	}
-	if !strings.Contains(string(phase1), `"found_by":"cgroup"`) {
-		t.Errorf("phase 1 did not find itself by its cgroup:\n%s", phase1)
+	out, _ := os.ReadFile(actionLog)
+	r := cdRun{id: id, phase1: string(out)}
+	if exit.Status != 0 || !strings.Contains(r.phase1, `"msg":"handed off"`) {
+		t.Fatalf("the action exited %d, want 0 and the hand-off; its output:\n%s", exit.Status, r.phase1)
 	}
 	// The agent, after an exit 0: the task, then the container.
 	time.Sleep(50 * time.Millisecond)
@@ -223,27 +231,73 @@ func TestContainerdEngine(t *testing.T) {
 	}
 	_ = c.SnapshotRemove(ctx, containerdapi.DefaultSnapshotter, key)
 
-	// The waiter runs the probe a second after the exit, and reports.
-	var result struct {
-		ExitCode int `json:"exit_code"`
-		Attempts []struct {
-			Container string   `json:"container"`
-			LogTail   []string `json:"log_tail"`
-		} `json:"attempts"`
-	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		data, err := os.ReadFile(filepath.Join(resultDir, "result.json"))
-		if err == nil && json.Unmarshal(data, &result) == nil {
-			break
+		if err == nil && json.Unmarshal(data, &r.result) == nil {
+			return r
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no result file after a minute; phase 1 said:\n%s", phase1)
+			t.Fatalf("no result file after a minute; phase 1 said:\n%s", r.phase1)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if result.ExitCode != 0 || len(result.Attempts) != 1 || len(result.Attempts[0].LogTail) == 0 {
-		t.Errorf("result %+v, want one run, exit 0, with the probe's output in the tail", result)
+}
+
+// leftOver waits for the containers of action id to be those of want
+// ("role state" each, sorted), and fails the test if they never are.
+func leftOver(t *testing.T, ctx context.Context, eng *containerd.Engine, id string, want ...string) []engine.Container {
+	t.Helper()
+	var got []string
+	var list []engine.Container
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var err error
+		if list, err = eng.List(ctx, phase.LabelActionID, id); err != nil {
+			t.Fatal(err)
+		}
+		got = got[:0]
+		for _, l := range list {
+			got = append(got, l.Labels[phase.LabelRole]+" "+l.State)
+		}
+		slices.Sort(got)
+		if slices.Equal(got, want) {
+			return list
+		}
+	}
+	t.Errorf("left behind by action %s: %q, want %q", id[:12], got, want)
+	return list
+}
+
+// TestContainerdEngine runs actions on the test containerd the way
+// tink-agent does, with waitdaemon's image as the action's and the probe
+// as IMAGE. An action that succeeds: phase 1 finds itself by its cgroup,
+// hands off and exits 0; the agent deletes the action; the waiter runs
+// the probe, which must see the action's env, volumes and namespaces, and
+// writes the result file; nothing but the stopped waiter is left. Then an
+// action whose user container fails, and is re-run once: it is kept; and
+// the next run of that action keeps it out of the way (under its own ID),
+// removes the earlier waiter, and runs its own.
+func TestContainerdEngine(t *testing.T) {
+	c := requireContainerd(t)
+	setup(t) // builds the images, on the Docker engine
+	actionImg := cmp.Or(os.Getenv("E2E_CONTAINERD_ACTION_IMAGE"), actionImage)
+	importImages(t, actionImg, probeImage)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	eng := containerd.New(c)
+	user := "IMAGE=docker.io/library/" + probeImage
+
+	out := t.TempDir()
+	r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
+		name: "tinkerbell_cd-e2e_01JE2E" + randomHex(10), args: []string{"--probe-arg", "two words"},
+		env:     []string{user, "WAIT_SECONDS=1", "PROBE_DIR=/out", "PROBE_NAME=user", "OPERATOR_SETTING=kept"},
+		volumes: [][2]string{{out, "/out"}},
+	})
+	if !strings.Contains(r.phase1, `"found_by":"cgroup"`) {
+		t.Errorf("phase 1 did not find itself by its cgroup:\n%s", r.phase1)
+	}
+	if r.result.ExitCode != 0 || len(r.result.Attempts) != 1 || len(r.result.Attempts[0].LogTail) == 0 {
+		t.Errorf("result %+v, want one run, exit 0, with the probe's output in the tail", r.result)
 	}
 	probe, ok := readProbe(t, out, "user")
 	if !ok {
@@ -270,24 +324,54 @@ func TestContainerdEngine(t *testing.T) {
 	if !slices.Contains(probe.Mounts, "/out") || !slices.Contains(probe.Mounts, containerdapi.DefaultSocket) {
 		t.Errorf("probe mounts %q, want the action's volumes", probe.Mounts)
 	}
+	leftOver(t, ctx, eng, r.id, "waiter stopped")
 
-	// What is left: at most the waiter, stopped.
-	var left []string
-	for time.Now().Before(deadline) {
-		list, err := eng.List(ctx, phase.LabelActionID, id)
-		if err != nil {
-			t.Fatal(err)
+	t.Run("kept failure, then the next run", func(t *testing.T) {
+		name := "tinkerbell_cd-kept_01JE2E" + randomHex(10)
+		failed := runCDAction(t, ctx, c, eng, actionImg, cdAction{
+			name: name, args: []string{"--exit=3"},
+			env: []string{user, "WAIT_SECONDS=0", "WAITDAEMON_RETRIES=1", "WAITDAEMON_LOG_TAIL=200"},
+		})
+		a := failed.result.Attempts
+		if failed.result.ExitCode != 3 || len(a) != 2 || !a[1].Kept {
+			t.Fatalf("result %+v, want two runs, exit 3, kept", failed.result)
 		}
-		left = left[:0]
-		stopped := true
-		for _, l := range list {
-			left = append(left, l.Labels[phase.LabelRole]+" "+l.State)
-			stopped = stopped && l.Labels[phase.LabelRole] == phase.RoleWaiter && l.State == "stopped"
+		// Each run's tail is its own: the probe's report, whose start
+		// time it holds once. (Its last words, on stderr, can land
+		// before the report: the shim copies the two streams apart.)
+		started := map[string]bool{}
+		for i, at := range a {
+			var own []string
+			for _, l := range at.LogTail {
+				if strings.Contains(l, `"started"`) {
+					own = append(own, l)
+				}
+			}
+			if len(own) != 1 || started[own[0]] {
+				t.Errorf("run %d's tail %q, want its own output alone", i+1, at.LogTail)
+			}
+			started[strings.Join(own, "")] = true
 		}
-		if stopped && len(list) <= 1 {
-			return
+		kept := leftOver(t, ctx, eng, failed.id, "user stopped", "waiter stopped")
+		next := runCDAction(t, ctx, c, eng, actionImg, cdAction{name: name, env: []string{user, "WAIT_SECONDS=0"}})
+		if !strings.Contains(next.phase1, "kept an earlier run's container") || !strings.Contains(next.phase1, "removed an earlier run's container") {
+			t.Errorf("the next run's phase 1 did not keep the earlier user container and remove its waiter:\n%s", next.phase1)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Errorf("left behind: %q, want at most the waiter, stopped", left)
+		if next.result.ExitCode != 0 {
+			t.Errorf("the next run's result %+v, want exit 0", next.result)
+		}
+		still := leftOver(t, ctx, eng, failed.id, "user stopped")
+		for _, k := range kept {
+			if k.Labels[phase.LabelRole] == phase.RoleUser && (len(still) != 1 || still[0].ID != k.ID || still[0].Name == k.Name) {
+				t.Errorf("the kept user container is %+v, want %s under its own ID, renamed from %s", still, k.ID, k.Name)
+			}
+		}
+		leftOver(t, ctx, eng, next.id, "waiter stopped")
+	})
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return strings.ToUpper(hex.EncodeToString(b))[:n]
 }

@@ -302,6 +302,7 @@ func (e *Engine) Follow(ctx context.Context, ref string, sent time.Time, tail in
 		run.Command = spec.Process.Args
 	}
 	if tail > 0 {
+		settle(ctx, e.logFile(ctr.ID))
 		out, err := readFrom(e.logFile(ctr.ID), r.offset)
 		if err != nil {
 			engine.Log(e.Log, "could not read a container's output", map[string]string{"container": ref, "error": err.Error()})
@@ -309,6 +310,29 @@ func (e *Engine) Follow(ctx context.Context, ref string, sent time.Time, tail in
 		run.Output = docker.Tail(out, tail)
 	}
 	return run, nil
+}
+
+// settleEvery is how long a task's output file must stay the same size
+// to count as complete; settleFor bounds the wait.
+const (
+	settleEvery = 50 * time.Millisecond
+	settleFor   = time.Second
+)
+
+// settle waits until file stops growing: the shim copies a task's output
+// into it on its own, and can still be at it when the exit is reported.
+func settle(ctx context.Context, file string) {
+	size := int64(-1)
+	for deadline := time.Now().Add(settleFor); time.Now().Before(deadline); {
+		fi, err := os.Stat(file)
+		if err != nil || fi.Size() == size {
+			return
+		}
+		size = fi.Size()
+		if !engine.Sleep(ctx, settleEvery) {
+			return
+		}
+	}
 }
 
 // readFrom reads file from offset on, or its last maxTail bytes.
