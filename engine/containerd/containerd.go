@@ -23,26 +23,34 @@
 //     after) is read at Create.
 //   - Output goes to a file on the host, the task's file:// URI
 //     <LogDir>/<id>/log, as tink-agent's does: CaptainOS's rsyslog forwards
-//     exactly those files. The shim creates and appends to it; nothing
-//     removes it (phase 1 cannot reach it, and the waiter sees it
-//     read-only), so it stays on the host, which is about to reboot or
-//     kexec. The waiter reads the user container's through a read-only
-//     bind of LogDir, for the result's tail, from where the file ended
-//     when the run started.
+//     exactly those files. The shim creates and appends to it, stdout and
+//     stderr each copied on its own (their lines can interleave out of
+//     order); nothing removes it (phase 1 cannot reach it, and the waiter
+//     sees it read-only), so it stays on the host, which is about to
+//     reboot or kexec. The waiter reads the user container's through a
+//     read-only bind of LogDir, for the result's tail: a run's own part,
+//     from where the file ended when Start began it, once the shim has
+//     stopped copying.
 //   - Phase 1 cannot read the waiter's output, so the waiter also tells it
 //     (engine.Teller) the one line phase 1 waits for, in the label
 //     org.waitdaemon.said of its own container; Output polls that label.
+//   - The waiter is planned as a minimal OCI spec of its own (waiterSpec),
+//     not from the action's: unprivileged, its own pid namespace, the
+//     host's network, only the socket's directory, LogDir and the result
+//     file's directory bound in.
 //   - Ran: containerd keeps no record of a start. A task that runs or has
 //     stopped ran; a created task did not; a container with no task ran if
 //     Start had labelled it org.waitdaemon.started.
 //   - No auto-remove, and a running task cannot delete itself: the waiter
-//     stays behind once stopped, labelled, and the next phase 1 removes it
-//     (it removes every earlier waiter of the action).
+//     stays behind once stopped, labelled, and the next run of the same
+//     action removes it (phase 1 removes every earlier waiter of the
+//     action). One whose action never runs again stays with the host's
+//     containerd state.
 //   - Remove kills and deletes the task before the container: containerd
 //     deletes a container whose task runs, and orphans the task.
 //
-// Main sets the client's namespace from CONTAINERD_NAMESPACE, else
-// DetectNamespace's guess.
+// Main sets the client's namespace with DetectNamespace, and gives the
+// waiter's client WaiterWaitForEngine.
 package containerd
 
 import (
