@@ -69,7 +69,7 @@ func importImages(t *testing.T, images ...string) {
 // can start: waitdaemon's ENTRYPOINT and the action's command, its env,
 // pid and network host, the /run tmpfs, the volumes, and /etc files
 // from a temporary directory.
-func actionSpec(id string, args, env []string, volumes [][2]string, etc string) []byte {
+func actionSpec(id string, args, env []string, volumes [][2]string, etc string, private bool) []byte {
 	caps := []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW", "CAP_SETGID",
 		"CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"}
 	mounts := []map[string]any{
@@ -85,6 +85,12 @@ func actionSpec(id string, args, env []string, volumes [][2]string, etc string) 
 	for _, f := range []string{"resolv.conf", "hosts", "hostname"} {
 		mounts = append(mounts, map[string]any{"destination": "/etc/" + f, "type": "bind", "source": filepath.Join(etc, f), "options": []string{"bind", "rprivate", "rw"}})
 	}
+	namespaces := []map[string]string{{"type": "ipc"}, {"type": "uts"}, {"type": "mount"}}
+	if private {
+		// tink-agent's defaults: a pid namespace, and a network one
+		// without path, where it sets up CNI.
+		namespaces = append(namespaces, map[string]string{"type": "pid"}, map[string]string{"type": "network"})
+	}
 	spec := map[string]any{
 		"ociVersion": "1.1.0",
 		"process": map[string]any{
@@ -95,7 +101,7 @@ func actionSpec(id string, args, env []string, volumes [][2]string, etc string) 
 		"root":   map[string]any{"path": "rootfs"},
 		"mounts": mounts,
 		"linux": map[string]any{
-			"namespaces":  []map[string]string{{"type": "ipc"}, {"type": "uts"}, {"type": "mount"}},
+			"namespaces":  namespaces,
 			"cgroupsPath": "/" + containerdNS + "/" + id,
 			"maskedPaths": []string{"/proc/kcore", "/proc/keys"},
 			"resources":   map[string]any{"devices": []map[string]any{{"allow": false, "access": "rwm"}}},
@@ -111,6 +117,7 @@ type cdAction struct {
 	args    []string // the action's command
 	env     []string // the action's environment, besides PATH
 	volumes [][2]string
+	private bool // pid and network namespaces of its own, else the host's
 }
 
 // cdRun is what became of it.
@@ -132,7 +139,7 @@ type phase2Result struct {
 }
 
 // runCDAction runs a as tink-agent does: a random 64-hex ID, nerdctl's
-// name label, an unprivileged spec with pid and network host, the socket
+// name label, an unprivileged spec (pid and network host, or its own), the socket
 // as a volume, the output to a file, /etc files from a temporary
 // directory; wait, start, and after an exit 0, the task then the
 // container deleted at once. It waits for the waiter's result file.
@@ -191,7 +198,7 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 	}
 	_, err = c.ContainerCreate(lctx, containerdapi.Container{
 		ID: id, Image: "docker.io/library/" + actionImg, Labels: map[string]string{"nerdctl/name": a.name, "nerdctl/namespace": containerdNS},
-		Runtime: containerdapi.Runtime{Name: containerdapi.RuncV2}, Spec: containerdapi.SpecAny(actionSpec(id, args, env, volumes, etc)),
+		Runtime: containerdapi.Runtime{Name: containerdapi.RuncV2}, Spec: containerdapi.SpecAny(actionSpec(id, args, env, volumes, etc, a.private)),
 		Snapshotter: containerdapi.DefaultSnapshotter, SnapshotKey: key,
 	})
 	if err != nil {
@@ -328,10 +335,16 @@ func TestContainerdEngine(t *testing.T) {
 
 	t.Run("kept failure, then the next run", func(t *testing.T) {
 		name := "tinkerbell_cd-kept_01JE2E" + randomHex(10)
+		out := t.TempDir()
 		failed := runCDAction(t, ctx, c, eng, actionImg, cdAction{
-			name: name, args: []string{"--exit=3"},
-			env: []string{user, "WAIT_SECONDS=0", "WAITDAEMON_RETRIES=1", "WAITDAEMON_LOG_TAIL=200"},
+			name: name, args: []string{"--exit=3"}, private: true, volumes: [][2]string{{out, "/out"}},
+			env: []string{user, "WAIT_SECONDS=0", "WAITDAEMON_RETRIES=1", "WAITDAEMON_LOG_TAIL=200", "PROBE_DIR=/out", "PROBE_NAME=failed"},
 		})
+		// The agent's default namespaces: the user container gets its
+		// own pid and network namespaces too.
+		if probe, ok := readProbe(t, out, "failed"); !ok || probe.Namespaces["pid"] == hostNamespace(t, "pid") || probe.Namespaces["net"] == hostNamespace(t, "net") {
+			t.Errorf("the probe of a private action: %+v, want its own pid and network namespaces", probe.Namespaces)
+		}
 		a := failed.result.Attempts
 		if failed.result.ExitCode != 3 || len(a) != 2 || !a[1].Kept {
 			t.Fatalf("result %+v, want two runs, exit 3, kept", failed.result)

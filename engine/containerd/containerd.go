@@ -161,8 +161,10 @@ func (e *Engine) Reach(ctx context.Context) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EACCES):
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot reach containerd on %s (%w): mount its socket into the action with\n  volumes:\n    - /run/containerd/containerd.sock:/run/containerd/containerd.sock", e.C.SocketPath(), rootCause(err))
+	case errors.Is(err, syscall.EACCES):
+		return fmt.Errorf("cannot reach containerd on %s (%w): only root can use its socket", e.C.SocketPath(), rootCause(err))
 	case errors.As(err, &ae), errors.As(err, &te):
 		return fmt.Errorf("%s does not answer like containerd: %w", e.C.SocketPath(), err)
 	}
