@@ -118,6 +118,7 @@ type cdAction struct {
 	env     []string // the action's environment, besides PATH
 	volumes [][2]string
 	private bool // pid and network namespaces of its own, else the host's
+	dryRun  bool // WAITDAEMON_DRY_RUN: no hand-off, no result
 }
 
 // cdRun is what became of it.
@@ -183,6 +184,9 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"WAITDAEMON_RESULT_FILE=" + filepath.Join(resultDir, "result.json"),
 	}, a.env...)
+	if a.dryRun {
+		env = append(env, "WAITDAEMON_DRY_RUN=true")
+	}
 	volumes := append([][2]string{{containerdSocket, containerdapi.DefaultSocket}}, a.volumes...)
 	actionLog := filepath.Join(t.TempDir(), "action.log")
 
@@ -225,6 +229,12 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 	exit := <-waited
 	out, _ := os.ReadFile(actionLog)
 	r := cdRun{id: id, phase1: string(out)}
+	if a.dryRun {
+		if exit.Status != 0 {
+			t.Fatalf("the dry run exited %d, want 0; its output:\n%s", exit.Status, r.phase1)
+		}
+		return r
+	}
 	if exit.Status != 0 || !strings.Contains(r.phase1, `"msg":"handed off"`) {
 		t.Fatalf("the action exited %d, want 0 and the hand-off; its output:\n%s", exit.Status, r.phase1)
 	}
@@ -381,6 +391,59 @@ func TestContainerdEngine(t *testing.T) {
 		}
 		leftOver(t, ctx, eng, next.id, "waiter stopped")
 	})
+}
+
+// TestContainerdDryRun: the dry run prints the plan on containerd, the
+// containers' records with their specs, and creates nothing.
+func TestContainerdDryRun(t *testing.T) {
+	c := requireContainerd(t)
+	setup(t)
+	actionImg := cmp.Or(os.Getenv("E2E_CONTAINERD_ACTION_IMAGE"), actionImage)
+	importImages(t, actionImg, probeImage)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	eng := containerd.New(c)
+	r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
+		name: "tinkerbell_cd-dry_01JE2E" + randomHex(10), dryRun: true, args: []string{"reboot"},
+		env: []string{"IMAGE=docker.io/library/" + probeImage, "WAITDAEMON_FALLBACK_COMMAND=[\"sh\"]"},
+	})
+	start := strings.Index(r.phase1, "{")
+	var plan struct {
+		FoundBy string `json:"found_by"`
+		User    struct {
+			Name   string
+			Create struct {
+				ID     string
+				Labels map[string]string
+				Spec   struct {
+					Process struct{ Args []string }
+				}
+			}
+		} `json:"user_container"`
+		Fallback *struct{ Name string } `json:"fallback_container"`
+		Waiter   struct {
+			Create struct {
+				Image string
+				Spec  struct {
+					Process struct{ Args, Env []string }
+				}
+			}
+		}
+	}
+	if start < 0 || json.Unmarshal([]byte(r.phase1[start:]), &plan) != nil {
+		t.Fatalf("the dry run printed no plan:\n%s", r.phase1)
+	}
+	if plan.FoundBy != "cgroup" || !strings.HasPrefix(plan.User.Create.ID, plan.User.Name+"-") ||
+		plan.User.Create.Labels[containerd.LabelName] != plan.User.Name || !slices.Equal(plan.User.Create.Spec.Process.Args, []string{"/probe", "reboot"}) {
+		t.Errorf("the user container's plan: %+v, want its ID from its name, the name in a label, the probe's entrypoint and the action's command", plan.User)
+	}
+	if plan.Fallback == nil || plan.Waiter.Create.Image != "docker.io/library/"+actionImg || plan.Waiter.Create.Spec.Process.Args[0] != "/waitdaemon" ||
+		!slices.Contains(plan.Waiter.Create.Spec.Process.Env, "WAITDAEMON_ENGINE=containerd") {
+		t.Errorf("the plan's fallback %+v and waiter %+v, want both, the waiter of waitdaemon's image on containerd", plan.Fallback, plan.Waiter)
+	}
+	if list, err := eng.List(ctx, phase.LabelActionID, r.id); err != nil || len(list) != 0 {
+		t.Errorf("the dry run created %+v, %v; want nothing", list, err)
+	}
 }
 
 func randomHex(n int) string {
