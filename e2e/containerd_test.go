@@ -117,8 +117,10 @@ type cdAction struct {
 	args    []string // the action's command
 	env     []string // the action's environment, besides PATH
 	volumes [][2]string
-	private bool // pid and network namespaces of its own, else the host's
-	dryRun  bool // WAITDAEMON_DRY_RUN: no hand-off, no result
+	private bool   // pid and network namespaces of its own, else the host's
+	dryRun  bool   // WAITDAEMON_DRY_RUN: no hand-off, no result
+	fails   bool   // phase 1 fails: no hand-off
+	result  string // WAITDAEMON_RESULT_FILE; empty: one in a new directory
 }
 
 // cdRun is what became of it.
@@ -178,11 +180,11 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 	if err != nil {
 		t.Fatalf("the imported action image: %v", err)
 	}
-	resultDir := t.TempDir()
+	result := cmp.Or(a.result, filepath.Join(t.TempDir(), "result.json"))
 	args := append(slices.Clone(img.Config.Config.Entrypoint), a.args...)
 	env := append([]string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"WAITDAEMON_RESULT_FILE=" + filepath.Join(resultDir, "result.json"),
+		"WAITDAEMON_RESULT_FILE=" + result,
 	}, a.env...)
 	if a.dryRun {
 		env = append(env, "WAITDAEMON_DRY_RUN=true")
@@ -229,6 +231,12 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 	exit := <-waited
 	out, _ := os.ReadFile(actionLog)
 	r := cdRun{id: id, phase1: string(out)}
+	if a.fails {
+		if exit.Status == 0 {
+			t.Fatalf("the action exited 0, want a failure; its output:\n%s", r.phase1)
+		}
+		return r
+	}
 	if a.dryRun {
 		if exit.Status != 0 {
 			t.Fatalf("the dry run exited %d, want 0; its output:\n%s", exit.Status, r.phase1)
@@ -250,7 +258,7 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 
 	deadline := time.Now().Add(time.Minute)
 	for {
-		data, err := os.ReadFile(filepath.Join(resultDir, "result.json"))
+		data, err := os.ReadFile(result)
 		if err == nil && json.Unmarshal(data, &r.result) == nil {
 			return r
 		}
@@ -391,6 +399,30 @@ func TestContainerdEngine(t *testing.T) {
 		}
 		leftOver(t, ctx, eng, next.id, "waiter stopped")
 	})
+}
+
+// TestContainerdResultDirMissing: a result file in a directory the host
+// lacks fails phase 1 (containerd makes no missing bind source), naming
+// the directory, and leaves nothing.
+func TestContainerdResultDirMissing(t *testing.T) {
+	c := requireContainerd(t)
+	setup(t)
+	actionImg := cmp.Or(os.Getenv("E2E_CONTAINERD_ACTION_IMAGE"), actionImage)
+	importImages(t, actionImg, probeImage)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	eng := containerd.New(c)
+	missing := filepath.Join(t.TempDir(), "missing")
+	r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
+		name: "tinkerbell_cd-nodir_01JE2E" + randomHex(10), fails: true,
+		env: []string{"IMAGE=docker.io/library/" + probeImage}, result: filepath.Join(missing, "result.json"),
+	})
+	if !strings.Contains(r.phase1, "the host has no "+missing) {
+		t.Errorf("phase 1 said:\n%s\nwant it to name the missing directory", r.phase1)
+	}
+	if list, err := eng.List(ctx, phase.LabelActionID, r.id); err != nil || len(list) != 0 {
+		t.Errorf("left %+v, %v; want nothing", list, err)
+	}
 }
 
 // TestContainerdDryRun: the dry run prints the plan on containerd, the

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
@@ -138,10 +139,26 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 		if rerr := e.Remove(context.WithoutCancel(ctx), p.ID); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
-		return "", fmt.Errorf("creating the task of container %s: %w", spec.Name, err)
+		return "", fmt.Errorf("creating container %s: %w%s", spec.Name, err, missingBind(err, p.Spec))
 	}
 	e.remember(spec.Name, p.ID)
 	return p.ID, nil
+}
+
+// missingBind explains a task create that failed on a bind whose source
+// the host lacks (containerd, unlike Docker, never makes one): which path
+// of the host, bound where.
+func missingBind(err error, spec *ocispec.Spec) string {
+	msg := err.Error()
+	if !strings.Contains(msg, "no such file or directory") {
+		return ""
+	}
+	for _, m := range spec.Mounts {
+		if m.Source != "" && strings.HasPrefix(m.Source, "/") && strings.Contains(msg, "stat "+m.Source+":") {
+			return fmt.Sprintf(" (the host has no %s, bound at %s)", m.Source, m.Destination)
+		}
+	}
+	return ""
 }
 
 // createContainer prepares the snapshot and creates the container under
