@@ -272,3 +272,17 @@ func TestEnginePullProgress(t *testing.T) {
 		t.Errorf("HasImage() after the pull = %v, %v", ok, err)
 	}
 }
+
+func TestMissingBind(t *testing.T) {
+	spec := &ocispec.Spec{Mounts: []ocispec.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc"},
+		{Destination: "/run/waitdaemon-result", Type: "bind", Source: "/var/lib/result"},
+	}}
+	runc := errors.New(`failed to create shim task: OCI runtime create failed: error mounting "/var/lib/result" to rootfs at "/run/waitdaemon-result": stat /var/lib/result: no such file or directory`)
+	if got, want := missingBind(runc, spec), " (the host has no /var/lib/result, bound at /run/waitdaemon-result)"; got != want {
+		t.Errorf("missingBind() = %q, want %q", got, want)
+	}
+	if got := missingBind(errors.New("unable to apply caps: operation not permitted"), spec); got != "" {
+		t.Errorf("missingBind() of another failure = %q, want nothing", got)
+	}
+}
