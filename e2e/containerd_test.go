@@ -298,7 +298,8 @@ func leftOver(t *testing.T, ctx context.Context, eng *containerd.Engine, id stri
 // as IMAGE. An action that succeeds: phase 1 finds itself by its cgroup,
 // hands off and exits 0; the agent deletes the action; the waiter runs
 // the probe, which must see the action's env, volumes and namespaces, and
-// writes the result file; nothing but the stopped waiter is left. Then an
+// writes the result file; the fallback, never started, is removed with
+// its created task; nothing but the stopped waiter is left. Then an
 // action whose user container fails, and is re-run once: it is kept; and
 // the next run of that action keeps it out of the way (under its own ID),
 // removes the earlier waiter, and runs its own.
@@ -315,7 +316,7 @@ func TestContainerdEngine(t *testing.T) {
 	out := t.TempDir()
 	r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
 		name: "tinkerbell_cd-e2e_01JE2E" + randomHex(10), args: []string{"--probe-arg", "two words"},
-		env:     []string{user, "WAIT_SECONDS=1", "PROBE_DIR=/out", "PROBE_NAME=user", "OPERATOR_SETTING=kept"},
+		env:     []string{user, "WAIT_SECONDS=1", "PROBE_DIR=/out", "PROBE_NAME=user", "OPERATOR_SETTING=kept", `WAITDAEMON_FALLBACK_COMMAND=["--exit=9"]`},
 		volumes: [][2]string{{out, "/out"}},
 	})
 	if !strings.Contains(r.phase1, `"found_by":"cgroup"`) {
