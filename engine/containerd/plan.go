@@ -112,16 +112,19 @@ func withName(labels map[string]string, name string) map[string]string {
 
 // Create creates the planned container and its task, not started: under
 // a lease, the snapshot on the image's, the container, then the task
-// with its output to its file. A create whose answer was lost adopts
-// its own container (same ID and labels) and task. When the task cannot
-// be created, the container goes again.
+// with its output to its file. A user container's spec is made again
+// from its image's config as it is now. A create whose answer was lost
+// adopts its own container (same ID and labels) and task. When the task
+// cannot be created, the container goes again.
 func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 	p := spec.Create.(*planned)
 	img, err := e.C.ImageUnpacked(ctx, p.Image, containerdapi.DefaultPlatform(), p.Snapshotter)
 	if err != nil {
 		return "", fmt.Errorf("creating container %s: image %s: %w", spec.Name, p.Image, err)
 	}
-	if p.Spec == nil {
+	if p.in != nil {
+		// Planned again with the config of the image as it is now: it
+		// may have been pulled, or pulled anew, since the plan.
 		if err := p.finish(img.Config); err != nil {
 			return "", fmt.Errorf("creating container %s: %w", spec.Name, err)
 		}
