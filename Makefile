@@ -24,8 +24,11 @@ bin/waitdaemon-linux-%: FORCE
 
 FORCE:
 
-test: engine
-	go test -race -count=1 -timeout 30m ./...
+# The end-to-end suite runs on every engine of its table: Docker 20.10,
+# Docker 29, Podman 4.3 (started by the tests) and containerd 2.2.1. The
+# first run builds Docker 29 and containerd into /var/cache/waitdaemon.
+test: engine docker29 containerd
+	go test -race -count=1 -timeout 45m ./...
 
 image: bin/waitdaemon-linux-$(HOSTARCH)
 	cp bin/waitdaemon-linux-$(HOSTARCH) bin/waitdaemon
@@ -65,8 +68,12 @@ probe-image:
 	cp testdata/probe/Dockerfile bin/probe/
 	DOCKER_BUILDKIT=0 docker build -q -t $(PROBE_IMAGE) bin/probe
 
-bench: engine build image probe-image
+# On Docker 20.10, then on Docker 29 with the same images.
+DOCKER29_SOCKET = /run/docker29/docker.sock
+bench: engine docker29 build image probe-image
 	go run ./bench -image $(IMAGE) -probe $(PROBE_IMAGE)
+	docker save $(IMAGE) $(PROBE_IMAGE) | docker -H unix://$(DOCKER29_SOCKET) load -q
+	go run ./bench -image $(IMAGE) -probe $(PROBE_IMAGE) -socket $(DOCKER29_SOCKET) -svg ""
 
 demo: engine image probe-image
 	IMAGE=$(IMAGE) PROBE_IMAGE=$(PROBE_IMAGE) scripts/demo.sh

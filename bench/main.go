@@ -23,22 +23,25 @@ func main() {
 	image := flag.String("image", "waitdaemon:dev", "the action image")
 	probe := flag.String("probe", "waitdaemon-probe:dev", "the user image")
 	svgOut := flag.String("svg", "docs/timeline.svg", "where to draw one run's timeline (empty: nowhere)")
+	socket := flag.String("socket", "", "the engine's socket (default: DOCKER_HOST, else /var/run/docker.sock)")
 	flag.Parse()
-	if err := run(*runs, *image, *probe, *svgOut); err != nil {
+	if err := run(*runs, *image, *probe, *svgOut, *socket); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(runs int, image, probe, svgPath string) error {
+func run(runs int, image, probe, svgPath, socket string) error {
 	svgOut := &svgPath
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	c := &dockerapi.Client{}
-	if _, err := c.APIVersion(ctx); err != nil {
+	c := &dockerapi.Client{Socket: socket}
+	v, err := c.EngineVersion(ctx)
+	if err != nil {
 		return fmt.Errorf("no engine: %w (make engine starts one)", err)
 	}
-	var bridge, host, phase1 []time.Duration
+	fmt.Printf("\nEngine: %s %s (API %s) on %s\n\n", v.Os, v.Version, v.APIVersion, c.SocketPath())
+	var bridge, host, phase1, floor []time.Duration
 	for i := range runs {
 		d, err := bareStart(ctx, c, probe, "default")
 		if err != nil {
@@ -49,6 +52,15 @@ func run(runs int, image, probe, svgPath string) error {
 			return err
 		}
 		host = append(host, d)
+		// The engine's floor, measured as phase 1 is: a bare container's
+		// own StartedAt→FinishedAt (Docker 29 takes StartedAt about
+		// 220 ms before the process runs), plus one host-network
+		// create+start, the least a hand-off can cost.
+		bare, err := bareRun(ctx, c, probe)
+		if err != nil {
+			return err
+		}
+		floor = append(floor, bare+d)
 		if d, err = action(ctx, c, image, probe, fmt.Sprintf("bench_%d", i)); err != nil {
 			return err
 		}
@@ -96,6 +108,9 @@ func run(runs int, image, probe, svgPath string) error {
 	_, h, _ := stats(host)
 	fmt.Printf("| phase 1 / bare bridge | %.2f× | | ≤ 0.55× |\n", float64(p)/float64(b))
 	fmt.Printf("| phase 1 / bare host network | %.2f× | | |\n", float64(p)/float64(h))
+	row("the engine's floor: a bare container's StartedAt→FinishedAt + a host-network create+start", floor, "")
+	_, f, _ := stats(floor)
+	fmt.Printf("| phase 1 / the engine's floor | %.2f× | | |\n", float64(p)/float64(f))
 	fmt.Printf("| image %s | %.2f MB | | ≤ 6.5 MB |\n", image, float64(img.Size)/1e6)
 	for _, arch := range []string{"amd64", "arm64"} {
 		if st, err := os.Stat("bin/waitdaemon-linux-" + arch); err == nil {
@@ -137,6 +152,29 @@ func bareStart(ctx context.Context, c *dockerapi.Client, probe, network string) 
 	return time.Since(began), nil
 }
 
+// bareRun runs the user image to its exit, at once (it records nothing:
+// it has no /out), and returns the engine's StartedAt→FinishedAt.
+func bareRun(ctx context.Context, c *dockerapi.Client, probe string) (time.Duration, error) {
+	created, err := c.ContainerCreate(ctx, "", dockerapi.CreateRequest{Config: dockerapi.Config{Image: probe}})
+	if err != nil {
+		return 0, err
+	}
+	defer c.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockerapi.RemoveOptions{Force: true, Volumes: true})
+	if err := c.ContainerStart(ctx, created.ID); err != nil {
+		return 0, err
+	}
+	if _, err := c.ContainerWait(ctx, created.ID, dockerapi.WaitNotRunning); err != nil {
+		return 0, err
+	}
+	ctr, err := c.ContainerInspect(ctx, created.ID)
+	if err != nil {
+		return 0, err
+	}
+	started, err1 := time.Parse(time.RFC3339Nano, ctr.State.StartedAt)
+	finished, err2 := time.Parse(time.RFC3339Nano, ctr.State.FinishedAt)
+	return finished.Sub(started), errors.Join(err1, err2)
+}
+
 // action runs one action shaped like tink-worker's and returns its
 // StartedAt→FinishedAt, once everything it made is gone.
 func action(ctx context.Context, c *dockerapi.Client, image, probe, name string) (time.Duration, error) {
@@ -169,7 +207,7 @@ func startAction(ctx context.Context, c *dockerapi.Client, image, probe, name, w
 			Image: image, Cmd: []string{"reboot"}, Tty: true, AttachStdout: true, AttachStderr: true,
 			Env: append([]string{"IMAGE=" + probe, "WAIT_SECONDS=" + wait}, env...),
 		},
-		HostConfig: dockerapi.HostConfig{Binds: []string{"/var/run/docker.sock:/var/run/docker.sock"}, PidMode: "host"},
+		HostConfig: dockerapi.HostConfig{Binds: []string{c.SocketPath() + ":/var/run/docker.sock"}, PidMode: "host"},
 	})
 	if err != nil {
 		return "", err

@@ -33,7 +33,7 @@ func TestBadInput(t *testing.T) {
 			{"IMAGE unset", map[string]string{"WAIT_SECONDS": "1"}, false, 2, "IMAGE is not set: expected the image to run"},
 			{"IMAGE malformed", map[string]string{"IMAGE": "Not/A:Valid:Ref", "WAIT_SECONDS": "1"}, false, 2, `IMAGE: image reference "Not/A:Valid:Ref"`},
 			{"IMAGE cannot be pulled", map[string]string{"IMAGE": "127.0.0.1:1/waitdaemon/none:1", "WAIT_SECONDS": "1"}, false, 1, "pulling image 127.0.0.1:1/waitdaemon/none:1"},
-			{"no socket mounted", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1"}, true, 1, "mount its socket into the action with\n  volumes:\n    - /var/run/docker.sock:/var/run/docker.sock"},
+			{"no socket mounted", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1"}, true, 1, "volumes:\n    - /var/run/docker.sock:/var/run/docker.sock\nand on CaptainOS with\n  volumes:\n    - /run/containerd/containerd.sock:/run/containerd/containerd.sock"},
 			{"WAIT_SECONDS huge", map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "99999999999999999999"}, false, 2, `WAIT_SECONDS="99999999999999999999": expected a whole number of seconds from 0 to 3600`},
 			{"DOCKER_HOST not a unix socket", map[string]string{"IMAGE": probeImage, "DOCKER_HOST": "tcp://127.0.0.1:2375"}, false, 2, `DOCKER_HOST="tcp://127.0.0.1:2375": expected unix:///path/to/docker.sock`},
 			{"WAITDAEMON_RETRIES not a number", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RETRIES": "many"}, false, 2, `WAITDAEMON_RETRIES="many": expected a whole number of re-runs from 0 to 10`},
@@ -67,20 +67,21 @@ func TestBadInput(t *testing.T) {
 // TestNotDockerSocket mounts a socket that answers HTTP, but not like a
 // Docker engine, where the engine's should be.
 func TestNotDockerSocket(t *testing.T) {
-	c := setup(t)
-	sock := rr.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "this is not the engine you are looking for", http.StatusNotFound)
-	}))
-	r := runAction(t, c, tinkAgent, action{
-		name: "e2e not docker", command: []string{"x"}, noSocket: true,
-		env:     map[string]string{"IMAGE": probeImage},
-		volumes: []string{sock + ":/var/run/docker.sock"},
+	onDockers(t, func(t *testing.T, c *dockerapi.Client) {
+		sock := rr.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "this is not the engine you are looking for", http.StatusNotFound)
+		}))
+		r := runAction(t, c, tinkAgent, action{
+			name: "e2e not docker", command: []string{"x"}, noSocket: true,
+			env:     map[string]string{"IMAGE": probeImage},
+			volumes: []string{sock + ":/var/run/docker.sock"},
+		})
+		want := "/var/run/docker.sock does not answer like a Docker engine: GET /_ping: 404: this is not the engine you are looking for"
+		if r.ExitCode != 1 || !strings.Contains(r.Logs, want) {
+			t.Errorf("exit %d, output:\n%s\nwant exit 1 and %q", r.ExitCode, r.Logs, want)
+		}
+		waitGone(t, c, r.ID, time.Second)
 	})
-	want := "/var/run/docker.sock does not answer like a Docker engine: GET /_ping: 404: this is not the engine you are looking for"
-	if r.ExitCode != 1 || !strings.Contains(r.Logs, want) {
-		t.Errorf("exit %d, output:\n%s\nwant exit 1 and %q", r.ExitCode, r.Logs, want)
-	}
-	waitGone(t, c, r.ID, time.Second)
 }
 
 // TestUnwritableResultFile: a result file the waiter could never write

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
 )
 
 // trapRegistry is a registry that asks every client for a login, 401 with
@@ -51,34 +53,35 @@ func (tr *trapRegistry) requests() []string {
 // registry, though it asks for a login, is never sent IMAGE's username
 // and password.
 func TestCredentialsStayWithTheirRegistry(t *testing.T) {
-	c := setup(t)
-	addr := startRegistry(t, true)
-	ref := pushProbe(t, c, addr, true)
-	trap := startTrapRegistry(t)
-	fallback := trap.addr + "/e2e/fallback:1"
-	removeImage(t, c, ref)
+	onDockers(t, func(t *testing.T, c *dockerapi.Client) {
+		addr := startRegistry(t, true)
+		ref := pushProbe(t, c, addr, true)
+		trap := startTrapRegistry(t)
+		fallback := trap.addr + "/e2e/fallback:1"
+		removeImage(t, c, ref)
 
-	r := runAction(t, c, tinkWorker, action{name: "e2e credentials fallback", command: []string{"reboot"}, env: map[string]string{
-		"IMAGE": ref, "WAIT_SECONDS": "1",
-		"WAITDAEMON_REGISTRY_USERNAME": registryUser, "WAITDAEMON_REGISTRY_PASSWORD": registryPassword,
-		"WAITDAEMON_FALLBACK_IMAGE": fallback, "WAITDAEMON_FALLBACK_COMMAND": `["reboot","-f"]`,
-	}})
-	t.Logf("the action's output:\n%s", r.Logs)
-	// The fallback cannot be pulled: the action fails, naming that pull.
-	if r.ExitCode != 1 || !strings.Contains(r.Logs, "pulling image "+fallback) {
-		t.Errorf("exit %d; want 1, and the fallback's pull named", r.ExitCode)
-	}
-	seen := trap.requests()
-	if len(seen) == 0 {
-		t.Fatalf("the engine never asked %s for the fallback: the test proves nothing", trap.addr)
-	}
-	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(registryUser+":"+registryPassword))
-	for _, s := range seen {
-		if strings.Contains(s, basic) || strings.Contains(s, registryPassword) {
-			t.Errorf("the fallback's registry was sent IMAGE's credentials: %s", s)
+		r := runAction(t, c, tinkWorker, action{name: "e2e credentials fallback", command: []string{"reboot"}, env: map[string]string{
+			"IMAGE": ref, "WAIT_SECONDS": "1",
+			"WAITDAEMON_REGISTRY_USERNAME": registryUser, "WAITDAEMON_REGISTRY_PASSWORD": registryPassword,
+			"WAITDAEMON_FALLBACK_IMAGE": fallback, "WAITDAEMON_FALLBACK_COMMAND": `["reboot","-f"]`,
+		}})
+		t.Logf("the action's output:\n%s", r.Logs)
+		// The fallback cannot be pulled: the action fails, naming that pull.
+		if r.ExitCode != 1 || !strings.Contains(r.Logs, "pulling image "+fallback) {
+			t.Errorf("exit %d; want 1, and the fallback's pull named", r.ExitCode)
 		}
-	}
-	t.Logf("the fallback's registry was asked: %s", strings.Join(seen, "; "))
-	noSecret(t, map[string]string{"action's output": r.Logs}, registryPassword)
-	waitGone(t, c, r.ID, 5*time.Second)
+		seen := trap.requests()
+		if len(seen) == 0 {
+			t.Fatalf("the engine never asked %s for the fallback: the test proves nothing", trap.addr)
+		}
+		basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(registryUser+":"+registryPassword))
+		for _, s := range seen {
+			if strings.Contains(s, basic) || strings.Contains(s, registryPassword) {
+				t.Errorf("the fallback's registry was sent IMAGE's credentials: %s", s)
+			}
+		}
+		t.Logf("the fallback's registry was asked: %s", strings.Join(seen, "; "))
+		noSecret(t, map[string]string{"action's output": r.Logs}, registryPassword)
+		waitGone(t, c, r.ID, 5*time.Second)
+	})
 }

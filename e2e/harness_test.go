@@ -73,6 +73,7 @@ type testEngine struct {
 // engines is the engine table.
 var engines = []testEngine{
 	{name: "docker", setup: setup, cgroupns: true, runtimeEnv: []string{"HOSTNAME", "HOME"}},
+	{name: "docker29", setup: setupDocker29, cgroupns: true, runtimeEnv: []string{"HOSTNAME", "HOME"}},
 	{name: "podman", setup: setupPodman, privileged: true, localhost: true, runtimeEnv: []string{"HOSTNAME", "HOME", "container"}, runtimeMounts: []string{"/run/.containerenv"}},
 }
 
@@ -83,11 +84,25 @@ func onEngines(t *testing.T, f func(t *testing.T, c *dockerapi.Client)) {
 	}
 }
 
+// onDockers runs f on every Docker engine of the table: for what the
+// tests cannot do on Podman (pull from the tests' plain-HTTP registry,
+// which its registries.conf does not name insecure).
+func onDockers(t *testing.T, f func(t *testing.T, c *dockerapi.Client)) {
+	for _, e := range engines {
+		if strings.HasPrefix(e.name, "docker") {
+			t.Run(e.name, func(t *testing.T) { f(t, e.setup(t)) })
+		}
+	}
+}
+
 // engineOf is the row of the table whose engine c talks to.
 func engineOf(c *dockerapi.Client) testEngine {
 	name := "docker"
-	if isPodman(c) {
+	switch {
+	case isPodman(c):
 		name = "podman"
+	case c.SocketPath() == docker29.socket:
+		name = "docker29"
 	}
 	for _, e := range engines {
 		if e.name == name {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -276,7 +277,7 @@ func pushProbe(t *testing.T, c *dockerapi.Client, addr string, auth bool) string
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "docker", append([]string{"--config", cliConfig}, args...)...)
+		cmd := exec.CommandContext(ctx, "docker", append([]string{"--config", cliConfig, "-H", "unix://" + c.SocketPath()}, args...)...)
 		cmd.Stdin = strings.NewReader(stdin)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("docker %s: %v\n%s\nregistry log:\n%s", strings.Join(args, " "), err, out, registryLog(t, addr))
@@ -387,179 +388,186 @@ func manifestFetches(log string) int {
 	return n
 }
 
+// refused is how engines say a registry refused a login or wants one:
+// Docker 20.10 "unauthorized: authentication required" and "no basic auth
+// credentials", Docker 29 "…: 401 Unauthorized".
+var refused = regexp.MustCompile(`(?i)unauthorized|authentication required|no basic auth credentials|\b401\b`)
+
 // TestRegistryAuth pulls IMAGE from a registry that requires a login,
 // with the credentials from the action's environment or a Docker
 // config.json, and checks that the password never shows.
 func TestRegistryAuth(t *testing.T) {
-	c := setup(t)
-	addr := startRegistry(t, true)
-	ref := pushProbe(t, c, addr, true)
-	authB64 := base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + registryPassword))
-	secrets := []string{registryPassword, authB64}
+	onDockers(t, func(t *testing.T, c *dockerapi.Client) {
+		addr := startRegistry(t, true)
+		ref := pushProbe(t, c, addr, true)
+		authB64 := base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + registryPassword))
+		secrets := []string{registryPassword, authB64}
 
-	for _, verbose := range []bool{false, true} {
-		t.Run(fmt.Sprintf("right credentials from the environment, verbose %v", verbose), func(t *testing.T) {
-			removeImage(t, c, ref)
-			out := t.TempDir()
-			env := map[string]string{
-				"IMAGE": ref, "WAIT_SECONDS": "1",
-				"WAITDAEMON_REGISTRY_USERNAME": registryUser, "WAITDAEMON_REGISTRY_PASSWORD": registryPassword,
-			}
-			if verbose {
-				env["WAITDAEMON_VERBOSE"] = "true"
-			}
-			r := runAction(t, c, tinkWorker, action{name: fmt.Sprintf("e2e registry env %v", verbose), command: []string{"reboot"}, env: env, volumes: []string{out + ":/out"}})
-			if d, handed := pullDecision(t, r.Logs); d != "pull" {
-				t.Errorf("pull decision %q, want pull: %v", d, handed)
-			}
-			waiterOut, report := ranOK(t, c, r, out)
-			if !imagePresent(t, c, ref) {
-				t.Errorf("%s is not on the engine after the action pulled it", ref)
-			}
-			if verbose {
-				if !strings.Contains(r.Logs, "X-Registry-Auth: <redacted>") {
-					t.Errorf("the action's trace does not show the redacted X-Registry-Auth header:\n%s", shorten(r.Logs, 4000))
+		for _, verbose := range []bool{false, true} {
+			t.Run(fmt.Sprintf("right credentials from the environment, verbose %v", verbose), func(t *testing.T) {
+				removeImage(t, c, ref)
+				out := t.TempDir()
+				env := map[string]string{
+					"IMAGE": ref, "WAIT_SECONDS": "1",
+					"WAITDAEMON_REGISTRY_USERNAME": registryUser, "WAITDAEMON_REGISTRY_PASSWORD": registryPassword,
 				}
-				if !strings.Contains(waiterOut, "> GET ") {
-					t.Errorf("the waiter traced nothing with WAITDAEMON_VERBOSE=true:\n%s", shorten(waiterOut, 2000))
+				if verbose {
+					env["WAITDAEMON_VERBOSE"] = "true"
 				}
-			}
-			noSecret(t, map[string]string{"action's output": r.Logs, "waiter's output": waiterOut, "user container's probe report": report}, secrets...)
-		})
-	}
-
-	t.Run("wrong credentials", func(t *testing.T) {
-		removeImage(t, c, ref)
-		r := runAction(t, c, tinkWorker, action{name: "e2e registry wrong", env: map[string]string{
-			"IMAGE": ref, "WAIT_SECONDS": "0",
-			"WAITDAEMON_REGISTRY_USERNAME": registryUser, "WAITDAEMON_REGISTRY_PASSWORD": "not-" + registryPassword,
-		}})
-		t.Logf("the action's output:\n%s", r.Logs)
-		if r.ExitCode != 1 || !strings.Contains(r.Logs, "pulling image "+ref) || !strings.Contains(r.Logs, "unauthorized: authentication required") {
-			t.Errorf("exit %d, output:\n%s\nwant exit 1, \"pulling image %s\" and \"unauthorized: authentication required\"", r.ExitCode, r.Logs, ref)
+				r := runAction(t, c, tinkWorker, action{name: fmt.Sprintf("e2e registry env %v", verbose), command: []string{"reboot"}, env: env, volumes: []string{out + ":/out"}})
+				if d, handed := pullDecision(t, r.Logs); d != "pull" {
+					t.Errorf("pull decision %q, want pull: %v", d, handed)
+				}
+				waiterOut, report := ranOK(t, c, r, out)
+				if !imagePresent(t, c, ref) {
+					t.Errorf("%s is not on the engine after the action pulled it", ref)
+				}
+				if verbose {
+					if !strings.Contains(r.Logs, "X-Registry-Auth: <redacted>") {
+						t.Errorf("the action's trace does not show the redacted X-Registry-Auth header:\n%s", shorten(r.Logs, 4000))
+					}
+					if !strings.Contains(waiterOut, "> GET ") {
+						t.Errorf("the waiter traced nothing with WAITDAEMON_VERBOSE=true:\n%s", shorten(waiterOut, 2000))
+					}
+				}
+				noSecret(t, map[string]string{"action's output": r.Logs, "waiter's output": waiterOut, "user container's probe report": report}, secrets...)
+			})
 		}
-		noSecret(t, map[string]string{"action's output": r.Logs}, "not-"+registryPassword)
-		waitGone(t, c, r.ID, 2*time.Second)
-	})
 
-	t.Run("no credentials", func(t *testing.T) {
-		removeImage(t, c, ref)
-		// No variables, and no config.json in the action: anonymous.
-		r := runAction(t, c, tinkWorker, action{name: "e2e registry none", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "0"}})
-		t.Logf("the action's output:\n%s", r.Logs)
-		if r.ExitCode != 1 || !strings.Contains(r.Logs, "pulling image "+ref) || !strings.Contains(r.Logs, "no basic auth credentials") {
-			t.Errorf("exit %d, output:\n%s\nwant exit 1, \"pulling image %s\" and \"no basic auth credentials\"", r.ExitCode, r.Logs, ref)
-		}
-		waitGone(t, c, r.ID, 2*time.Second)
-	})
-
-	configJSON := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, addr, authB64)
-	for _, tc := range []struct {
-		name, mount  string
-		dockerConfig string
-	}{
-		{"config.json in /root/.docker", "/root/.docker", ""},
-		{"config.json in DOCKER_CONFIG", "/creds", "/creds"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run("wrong credentials", func(t *testing.T) {
 			removeImage(t, c, ref)
-			creds := t.TempDir()
-			if err := os.WriteFile(filepath.Join(creds, "config.json"), []byte(configJSON), 0o600); err != nil {
-				t.Fatal(err)
+			r := runAction(t, c, tinkWorker, action{name: "e2e registry wrong", env: map[string]string{
+				"IMAGE": ref, "WAIT_SECONDS": "0",
+				"WAITDAEMON_REGISTRY_USERNAME": registryUser, "WAITDAEMON_REGISTRY_PASSWORD": "not-" + registryPassword,
+			}})
+			t.Logf("the action's output:\n%s", r.Logs)
+			if r.ExitCode != 1 || !strings.Contains(r.Logs, "pulling image "+ref) || !refused.MatchString(r.Logs) {
+				t.Errorf("exit %d, output:\n%s\nwant exit 1, \"pulling image %s\" and the engine's reason, a refused login", r.ExitCode, r.Logs, ref)
 			}
-			out := t.TempDir()
-			env := map[string]string{"IMAGE": ref, "WAIT_SECONDS": "1"}
-			if tc.dockerConfig != "" {
-				env["DOCKER_CONFIG"] = tc.dockerConfig
-			}
-			r := runAction(t, c, tinkWorker, action{name: "e2e registry " + tc.name, command: []string{"reboot"}, env: env,
-				volumes: []string{out + ":/out", creds + ":" + tc.mount + ":ro"}})
-			if d, handed := pullDecision(t, r.Logs); d != "pull" {
-				t.Errorf("pull decision %q, want pull: %v", d, handed)
-			}
-			waiterOut, report := ranOK(t, c, r, out)
-			noSecret(t, map[string]string{"action's output": r.Logs, "waiter's output": waiterOut, "user container's probe report": report}, secrets...)
-			// The config.json stays with the action; the other volumes travel.
-			if strings.Contains(report, `"`+tc.mount+`"`) || !strings.Contains(report, `"/out"`) {
-				t.Errorf("the user container's mounts: want /out, and not %s:\n%s", tc.mount, report)
-			}
+			noSecret(t, map[string]string{"action's output": r.Logs}, "not-"+registryPassword)
+			waitGone(t, c, r.ID, 2*time.Second)
 		})
-	}
+
+		t.Run("no credentials", func(t *testing.T) {
+			removeImage(t, c, ref)
+			// No variables, and no config.json in the action: anonymous.
+			r := runAction(t, c, tinkWorker, action{name: "e2e registry none", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "0"}})
+			t.Logf("the action's output:\n%s", r.Logs)
+			if r.ExitCode != 1 || !strings.Contains(r.Logs, "pulling image "+ref) || !refused.MatchString(r.Logs) {
+				t.Errorf("exit %d, output:\n%s\nwant exit 1, \"pulling image %s\" and the engine's reason, a refused login", r.ExitCode, r.Logs, ref)
+			}
+			waitGone(t, c, r.ID, 2*time.Second)
+		})
+
+		configJSON := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, addr, authB64)
+		for _, tc := range []struct {
+			name, mount  string
+			dockerConfig string
+		}{
+			{"config.json in /root/.docker", "/root/.docker", ""},
+			{"config.json in DOCKER_CONFIG", "/creds", "/creds"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				removeImage(t, c, ref)
+				creds := t.TempDir()
+				if err := os.WriteFile(filepath.Join(creds, "config.json"), []byte(configJSON), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				out := t.TempDir()
+				env := map[string]string{"IMAGE": ref, "WAIT_SECONDS": "1"}
+				if tc.dockerConfig != "" {
+					env["DOCKER_CONFIG"] = tc.dockerConfig
+				}
+				r := runAction(t, c, tinkWorker, action{name: "e2e registry " + tc.name, command: []string{"reboot"}, env: env,
+					volumes: []string{out + ":/out", creds + ":" + tc.mount + ":ro"}})
+				if d, handed := pullDecision(t, r.Logs); d != "pull" {
+					t.Errorf("pull decision %q, want pull: %v", d, handed)
+				}
+				waiterOut, report := ranOK(t, c, r, out)
+				noSecret(t, map[string]string{"action's output": r.Logs, "waiter's output": waiterOut, "user container's probe report": report}, secrets...)
+				// The config.json stays with the action; the other volumes travel.
+				if strings.Contains(report, `"`+tc.mount+`"`) || !strings.Contains(report, `"/out"`) {
+					t.Errorf("the user container's mounts: want /out, and not %s:\n%s", tc.mount, report)
+				}
+			})
+		}
+	})
 }
 
 // TestPullPolicy checks WAITDAEMON_PULL_POLICY against a registry without
 // auth.
 func TestPullPolicy(t *testing.T) {
-	c := setup(t)
-	addr := startRegistry(t, false)
-	ref := pushProbe(t, c, addr, false)
+	onDockers(t, func(t *testing.T, c *dockerapi.Client) {
+		addr := startRegistry(t, false)
+		ref := pushProbe(t, c, addr, false)
 
-	t.Run("if-not-present pulls an absent image", func(t *testing.T) {
-		removeImage(t, c, ref)
-		out := t.TempDir()
-		r := runAction(t, c, tinkWorker, action{name: "e2e pull default", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "1"}, volumes: []string{out + ":/out"}})
-		if d, handed := pullDecision(t, r.Logs); d != "pull" {
-			t.Errorf("pull decision %q, want pull: %v", d, handed)
-		}
-		ranOK(t, c, r, out)
-		if !imagePresent(t, c, ref) {
-			t.Errorf("%s is not on the engine after the action pulled it", ref)
-		}
-	})
+		t.Run("if-not-present pulls an absent image", func(t *testing.T) {
+			removeImage(t, c, ref)
+			out := t.TempDir()
+			r := runAction(t, c, tinkWorker, action{name: "e2e pull default", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "1"}, volumes: []string{out + ":/out"}})
+			if d, handed := pullDecision(t, r.Logs); d != "pull" {
+				t.Errorf("pull decision %q, want pull: %v", d, handed)
+			}
+			ranOK(t, c, r, out)
+			if !imagePresent(t, c, ref) {
+				t.Errorf("%s is not on the engine after the action pulled it", ref)
+			}
+		})
 
-	t.Run("always pulls a present image", func(t *testing.T) {
-		tagProbe(t, c, addr+"/"+probeRepo, "1")
-		before := manifestFetches(registryLog(t, addr))
-		out := t.TempDir()
-		r := runAction(t, c, tinkWorker, action{name: "e2e pull always", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "1", "WAITDAEMON_PULL_POLICY": "always"}, volumes: []string{out + ":/out"}})
-		d, handed := pullDecision(t, r.Logs)
-		if d != "pull" {
-			t.Errorf("pull decision %q, want pull: %v", d, handed)
-		}
-		ranOK(t, c, r, out)
-		if after := manifestFetches(registryLog(t, addr)); after <= before {
-			t.Errorf("the registry served no manifest during the action (%d before, %d after): nothing was pulled\n%s", before, after, registryLog(t, addr))
-		}
-	})
+		t.Run("always pulls a present image", func(t *testing.T) {
+			tagProbe(t, c, addr+"/"+probeRepo, "1")
+			before := manifestFetches(registryLog(t, addr))
+			out := t.TempDir()
+			r := runAction(t, c, tinkWorker, action{name: "e2e pull always", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "1", "WAITDAEMON_PULL_POLICY": "always"}, volumes: []string{out + ":/out"}})
+			d, handed := pullDecision(t, r.Logs)
+			if d != "pull" {
+				t.Errorf("pull decision %q, want pull: %v", d, handed)
+			}
+			ranOK(t, c, r, out)
+			if after := manifestFetches(registryLog(t, addr)); after <= before {
+				t.Errorf("the registry served no manifest during the action (%d before, %d after): nothing was pulled\n%s", before, after, registryLog(t, addr))
+			}
+		})
 
-	t.Run("never with the image present", func(t *testing.T) {
-		tagProbe(t, c, addr+"/"+probeRepo, "1")
-		before := manifestFetches(registryLog(t, addr))
-		out := t.TempDir()
-		r := runAction(t, c, tinkWorker, action{name: "e2e pull never present", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "1", "WAITDAEMON_PULL_POLICY": "never"}, volumes: []string{out + ":/out"}})
-		if d, handed := pullDecision(t, r.Logs); d != "present" {
-			t.Errorf("pull decision %q, want present: %v", d, handed)
-		}
-		ranOK(t, c, r, out)
-		if after := manifestFetches(registryLog(t, addr)); after != before {
-			t.Errorf("the registry served %d manifests during the action, under WAITDAEMON_PULL_POLICY=never", after-before)
-		}
-	})
+		t.Run("never with the image present", func(t *testing.T) {
+			tagProbe(t, c, addr+"/"+probeRepo, "1")
+			before := manifestFetches(registryLog(t, addr))
+			out := t.TempDir()
+			r := runAction(t, c, tinkWorker, action{name: "e2e pull never present", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "1", "WAITDAEMON_PULL_POLICY": "never"}, volumes: []string{out + ":/out"}})
+			if d, handed := pullDecision(t, r.Logs); d != "present" {
+				t.Errorf("pull decision %q, want present: %v", d, handed)
+			}
+			ranOK(t, c, r, out)
+			if after := manifestFetches(registryLog(t, addr)); after != before {
+				t.Errorf("the registry served %d manifests during the action, under WAITDAEMON_PULL_POLICY=never", after-before)
+			}
+		})
 
-	t.Run("never with the image absent", func(t *testing.T) {
-		removeImage(t, c, ref)
-		before := manifestFetches(registryLog(t, addr))
-		r := runAction(t, c, tinkWorker, action{name: "e2e pull never absent", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "0", "WAITDAEMON_PULL_POLICY": "never"}})
-		want := "image " + ref + " is not present, and WAITDAEMON_PULL_POLICY=never forbids pulling it"
-		if r.ExitCode != 1 || !strings.Contains(r.Logs, want) {
-			t.Errorf("exit %d, output:\n%s\nwant exit 1 and %q", r.ExitCode, r.Logs, want)
-		}
-		if after := manifestFetches(registryLog(t, addr)); after != before {
-			t.Errorf("the registry served %d manifests during the action, under WAITDAEMON_PULL_POLICY=never", after-before)
-		}
-		if imagePresent(t, c, ref) {
-			t.Errorf("%s was pulled under WAITDAEMON_PULL_POLICY=never", ref)
-		}
-		waitGone(t, c, r.ID, 2*time.Second)
-	})
+		t.Run("never with the image absent", func(t *testing.T) {
+			removeImage(t, c, ref)
+			before := manifestFetches(registryLog(t, addr))
+			r := runAction(t, c, tinkWorker, action{name: "e2e pull never absent", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "0", "WAITDAEMON_PULL_POLICY": "never"}})
+			want := "image " + ref + " is not present, and WAITDAEMON_PULL_POLICY=never forbids pulling it"
+			if r.ExitCode != 1 || !strings.Contains(r.Logs, want) {
+				t.Errorf("exit %d, output:\n%s\nwant exit 1 and %q", r.ExitCode, r.Logs, want)
+			}
+			if after := manifestFetches(registryLog(t, addr)); after != before {
+				t.Errorf("the registry served %d manifests during the action, under WAITDAEMON_PULL_POLICY=never", after-before)
+			}
+			if imagePresent(t, c, ref) {
+				t.Errorf("%s was pulled under WAITDAEMON_PULL_POLICY=never", ref)
+			}
+			waitGone(t, c, r.ID, 2*time.Second)
+		})
 
-	t.Run("bogus policy", func(t *testing.T) {
-		r := runAction(t, c, tinkWorker, action{name: "e2e pull bogus", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "0", "WAITDAEMON_PULL_POLICY": "bogus"}})
-		want := `WAITDAEMON_PULL_POLICY="bogus": expected if-not-present, always or never`
-		if r.ExitCode != 2 || !strings.Contains(r.Logs, want) {
-			t.Errorf("exit %d, output:\n%s\nwant exit 2 and %q", r.ExitCode, r.Logs, want)
-		}
-		waitGone(t, c, r.ID, time.Second)
+		t.Run("bogus policy", func(t *testing.T) {
+			r := runAction(t, c, tinkWorker, action{name: "e2e pull bogus", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "0", "WAITDAEMON_PULL_POLICY": "bogus"}})
+			want := `WAITDAEMON_PULL_POLICY="bogus": expected if-not-present, always or never`
+			if r.ExitCode != 2 || !strings.Contains(r.Logs, want) {
+				t.Errorf("exit %d, output:\n%s\nwant exit 2 and %q", r.ExitCode, r.Logs, want)
+			}
+			waitGone(t, c, r.ID, time.Second)
+		})
 	})
 }
 
