@@ -165,6 +165,11 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 		if err := eng.Remove(cctx, id); err != nil {
 			t.Errorf("cleaning up the action: %v", err)
 		}
+		// And those of the containers the waiter removed.
+		dirs, _ := filepath.Glob(filepath.Join(containerd.DefaultLogDir, a.name+"-*"))
+		for _, d := range dirs {
+			_ = os.RemoveAll(d)
+		}
 	})
 	etc := t.TempDir()
 	for _, f := range []string{"resolv.conf", "hosts", "hostname"} {

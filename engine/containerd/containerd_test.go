@@ -267,6 +267,7 @@ func TestEngineRun(t *testing.T) {
 	e, tr := testEngine(t, "EngineRun")
 	ctx := testCtx(t)
 	os.RemoveAll(logDir)
+	t.Cleanup(func() { os.RemoveAll(logDir) })
 	id, name := hexID("run"), "tinkerbell_run_01JRR00000000000000000RUN"
 	startAction(t, ctx, e.C, id, name)
 	if err := os.WriteFile(filepath.Join(e.ProcSelf, "cgroup"), []byte("0::/"+namespace+"/"+id+"\n"), 0o644); err != nil {
