@@ -126,6 +126,7 @@ type cdAction struct {
 // cdRun is what became of it.
 type cdRun struct {
 	id     string // the action container's
+	exit   uint32 // its exit status
 	phase1 string // its output
 	result phase2Result
 }
@@ -235,7 +236,7 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 	}
 	exit := <-waited
 	out, _ := os.ReadFile(actionLog)
-	r := cdRun{id: id, phase1: string(out)}
+	r := cdRun{id: id, phase1: string(out), exit: exit.Status}
 	if a.fails {
 		if exit.Status == 0 {
 			t.Fatalf("the action exited 0, want a failure; its output:\n%s", r.phase1)
@@ -424,7 +425,7 @@ func TestContainerdResultDirMissing(t *testing.T) {
 		env: []string{"IMAGE=docker.io/library/" + probeImage}, result: filepath.Join(missing, "result.json"),
 	})
 	if !strings.Contains(r.phase1, "the host has no "+missing) {
-		t.Errorf("phase 1 said:\n%s\nwant it to name the missing directory", r.phase1)
+		t.Errorf("phase 1 exited %d and said:\n%s\nwant it to name the missing directory", r.exit, r.phase1)
 	}
 	if list, err := eng.List(ctx, phase.LabelActionID, r.id); err != nil || len(list) != 0 {
 		t.Errorf("left %+v, %v; want nothing", list, err)

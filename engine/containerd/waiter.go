@@ -196,11 +196,20 @@ func (e *Engine) Tell(ctx context.Context, line []byte) error {
 	own := e.own
 	e.mu.Unlock()
 	if own == "" {
-		s, err := e.Self(ctx, "")
-		if err != nil {
-			return fmt.Errorf("telling phase 1: %w", err)
+		// The waiter's cgroup is /<namespace>/<its ID> (waiterSpec), an
+		// ID that selfid's 64-hex rule does not take; else as Self.
+		if id := cgroupID(e.readProc("cgroup"), e.namespace()); id != "" {
+			if _, err := e.C.ContainerGet(ctx, id); err == nil {
+				own = id
+			}
 		}
-		own = s.ID
+		if own == "" {
+			s, err := e.Self(ctx, "")
+			if err != nil {
+				return fmt.Errorf("telling phase 1: %w", err)
+			}
+			own = s.ID
+		}
 		e.mu.Lock()
 		e.own = own
 		e.mu.Unlock()
@@ -209,6 +218,27 @@ func (e *Engine) Tell(ctx context.Context, line []byte) error {
 		return fmt.Errorf("telling phase 1: %w", err)
 	}
 	return nil
+}
+
+// cgroupID is the ID in the cgroup paths of cgroup (/proc/self/cgroup)
+// that end in /<namespace>/<ID>, when every such line names the same.
+func cgroupID(cgroup, namespace string) string {
+	id := ""
+	for _, line := range strings.Split(cgroup, "\n") {
+		_, p, ok := strings.Cut(line, ":")
+		if _, p, ok = strings.Cut(p, ":"); !ok {
+			continue
+		}
+		dir, base := path.Split(p)
+		if path.Base(path.Clean(dir)) != namespace || base == "" {
+			continue
+		}
+		if id != "" && id != base {
+			return ""
+		}
+		id = base
+	}
+	return id
 }
 
 // engineLost bounds how long the waiter goes on asking a daemon that does
