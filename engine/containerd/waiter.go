@@ -190,7 +190,8 @@ func (e *Engine) Output(ctx context.Context, ref string, w io.Writer) error {
 const maxSaid = 4000
 
 // Tell puts line in the label LabelSaid of the container this process
-// runs in (found as Self finds the action), for Output to pass on.
+// runs in (found by its cgroup path, else as Self finds the action), for
+// Output to pass on.
 func (e *Engine) Tell(ctx context.Context, line []byte) error {
 	e.mu.Lock()
 	own := e.own
@@ -225,8 +226,9 @@ func (e *Engine) Tell(ctx context.Context, line []byte) error {
 func cgroupID(cgroup, namespace string) string {
 	id := ""
 	for _, line := range strings.Split(cgroup, "\n") {
-		_, p, ok := strings.Cut(line, ":")
-		if _, p, ok = strings.Cut(p, ":"); !ok {
+		_, p, _ := strings.Cut(line, ":")
+		_, p, ok := strings.Cut(p, ":")
+		if !ok {
 			continue
 		}
 		dir, base := path.Split(p)
