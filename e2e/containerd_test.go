@@ -485,6 +485,39 @@ func TestContainerdDryRun(t *testing.T) {
 	}
 }
 
+// TestContainerdPull: an IMAGE that is not there is pulled by containerd
+// (Transfer) from a registry that wants a login, with the action's
+// credentials for that registry, and runs; no output shows the password.
+func TestContainerdPull(t *testing.T) {
+	c := requireContainerd(t)
+	dc := setup(t)
+	requireRegistryTools(t)
+	actionImg := cmp.Or(os.Getenv("E2E_CONTAINERD_ACTION_IMAGE"), actionImage)
+	importImages(t, actionImg)
+	addr := startRegistry(t, true)
+	ref := pushProbe(t, dc, addr, true)
+	t.Cleanup(func() {
+		_ = exec.Command(ctrBinary, "-a", containerdSocket, "-n", containerdNS, "images", "rm", ref).Run()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	eng := containerd.New(c)
+	r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
+		name: "tinkerbell_cd-pull_01JE2E" + randomHex(10),
+		env: []string{"IMAGE=" + ref, "WAIT_SECONDS=0",
+			"WAITDAEMON_REGISTRY_USERNAME=" + registryUser, "WAITDAEMON_REGISTRY_PASSWORD=" + registryPassword},
+	})
+	if !strings.Contains(r.phase1, `"decision":"pull"`) || r.result.ExitCode != 0 {
+		t.Errorf("phase 1 said:\n%s\nresult %+v; want the image pulled, and run", r.phase1, r.result)
+	}
+	if strings.Contains(r.phase1, registryPassword) {
+		t.Errorf("phase 1's output shows the registry's password:\n%s", r.phase1)
+	}
+	if !strings.Contains(registryLog(t, addr), registryUser) {
+		t.Errorf("the registry saw no login of %s:\n%s", registryUser, registryLog(t, addr))
+	}
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
