@@ -320,8 +320,9 @@ func TestContainerdEngine(t *testing.T) {
 	user := "IMAGE=docker.io/library/" + probeImage
 
 	out := t.TempDir()
+	name1 := "tinkerbell_cd-e2e_01JE2E" + randomHex(10)
 	r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
-		name: "tinkerbell_cd-e2e_01JE2E" + randomHex(10), args: []string{"--probe-arg", "two words"},
+		name: name1, args: []string{"--probe-arg", "two words"},
 		env:     []string{user, "WAIT_SECONDS=1", "PROBE_DIR=/out", "PROBE_NAME=user", "OPERATOR_SETTING=kept", `WAITDAEMON_FALLBACK_COMMAND=["--exit=9"]`},
 		volumes: [][2]string{{out, "/out"}},
 	})
@@ -357,6 +358,13 @@ func TestContainerdEngine(t *testing.T) {
 		t.Errorf("probe mounts %q, want the action's volumes", probe.Mounts)
 	}
 	leftOver(t, ctx, eng, r.id, "waiter stopped")
+	// Nor the output files of the user container and the fallback: the
+	// waiter removed their directories with them.
+	for _, role := range []string{phase.RoleUser, phase.RoleFallback} {
+		if dirs := logDirs(t, name1, role); len(dirs) != 0 {
+			t.Errorf("after a success, the %s container's output is still on the host: %q", role, dirs)
+		}
+	}
 
 	t.Run("kept failure, then the next run", func(t *testing.T) {
 		name := "tinkerbell_cd-kept_01JE2E" + randomHex(10)
@@ -391,6 +399,15 @@ func TestContainerdEngine(t *testing.T) {
 			started[strings.Join(own, "")] = true
 		}
 		kept := leftOver(t, ctx, eng, failed.id, "user stopped", "waiter stopped")
+		// A kept failure keeps its output file, for the operator.
+		for _, k := range kept {
+			if k.Labels[phase.LabelRole] != phase.RoleUser {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(containerd.DefaultLogDir, k.ID, "log")); err != nil {
+				t.Errorf("the kept user container's output file: %v, want it on the host", err)
+			}
+		}
 		next := runCDAction(t, ctx, c, eng, actionImg, cdAction{name: name, env: []string{user, "WAIT_SECONDS=0"}})
 		if !strings.Contains(next.phase1, "kept an earlier run's container") || !strings.Contains(next.phase1, "removed an earlier run's container") {
 			t.Errorf("the next run's phase 1 did not keep the earlier user container and remove its waiter:\n%s", next.phase1)
@@ -516,6 +533,18 @@ func TestContainerdPull(t *testing.T) {
 	if !strings.Contains(registryLog(t, addr), registryUser) {
 		t.Errorf("the registry saw no login of %s:\n%s", registryUser, registryLog(t, addr))
 	}
+}
+
+// logDirs are the output directories on the host of the containers of
+// role that phase 1 made for the action named action.
+func logDirs(t *testing.T, action, role string) []string {
+	t.Helper()
+	id := containerd.IDFor(action+"-waitdaemon-"+role, "00000000")
+	dirs, err := filepath.Glob(filepath.Join(containerd.DefaultLogDir, strings.TrimSuffix(id, "00000000")+"*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
 }
 
 func randomHex(n int) string {

@@ -25,12 +25,16 @@
 //     <LogDir>/<id>/log, as tink-agent's does: CaptainOS's rsyslog forwards
 //     exactly those files. The shim creates and appends to it, stdout and
 //     stderr each copied on its own (their lines can interleave out of
-//     order); nothing removes it (phase 1 cannot reach it, and the waiter
-//     sees it read-only), so it stays on the host, which is about to
-//     reboot or kexec. The waiter reads the user container's through a
-//     read-only bind of LogDir, for the result's tail: a run's own part,
-//     from where the file ended when Start began it, once the shim has
-//     stopped copying.
+//     order). The waiter reads the user container's through its bind of
+//     LogDir, for the result's tail: a run's own part, from where the file
+//     ended when Start began it, once the shim has stopped copying. Remove
+//     deletes <LogDir>/<id>/ after the container, where this process sees
+//     it: the waiter does (LogDir is bound into it read-write, at the same
+//     path), so nothing of a successful run stays; a kept failure, never
+//     removed, keeps its file. Phase 1, in the action container, does not
+//     see the host's LogDir: the output files of what it removes (earlier
+//     waiters, never-started containers, a failed hand-off's) stay on the
+//     host, which is about to reboot or kexec.
 //   - Phase 1 cannot read the waiter's output, so the waiter also tells it
 //     (engine.Teller) the one line phase 1 waits for, in the label
 //     org.waitdaemon.said of its own container; Output polls that label.
@@ -61,6 +65,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -300,9 +305,9 @@ func (e *Engine) Keep(ctx context.Context, c engine.Container, name string) (str
 const killWait = 10 * time.Second
 
 // Remove removes a container: its task first (killed if it runs, never
-// left orphaned), then the container and its snapshot. What is not there
-// is not an error. The task's output file stays on the host (see the
-// package doc).
+// left orphaned), then the container and its snapshot, then its output
+// directory <LogDir>/<id>/ where this process sees it (the waiter; not
+// phase 1: see the package doc). What is not there is not an error.
 func (e *Engine) Remove(ctx context.Context, ref string) error {
 	ctr, err := e.find(ctx, ref)
 	if errors.Is(err, containerdapi.ErrNotFound) {
@@ -322,6 +327,10 @@ func (e *Engine) Remove(ctx context.Context, ref string) error {
 		if err != nil && !errors.Is(err, containerdapi.ErrNotFound) {
 			return fmt.Errorf("removing the snapshot of container %s: %w", ref, err)
 		}
+	}
+	// The shim has gone with the task: nothing writes there any more.
+	if err := os.RemoveAll(path.Join(e.logDir(), ctr.ID)); err != nil {
+		return fmt.Errorf("removing the output of container %s: %w", ref, err)
 	}
 	return nil
 }

@@ -226,8 +226,20 @@ func TestEngineSelf(t *testing.T) {
 	}
 	tr.calls()
 
+	// Its output directory goes with it.
+	out := filepath.Join(e.LogDir, id)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "log"), []byte("output\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(out) })
 	if err := e.Remove(ctx, id); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("after Remove, its output directory %s: %v, want it gone", out, err)
 	}
 	if calls := tr.calls(); !inOrder(calls, "Tasks/Kill", "Tasks/Delete", "Containers/Delete", "Snapshots/Remove") {
 		t.Errorf("Remove called %q, want the task killed and deleted before the container, then its snapshot", calls)

@@ -174,8 +174,8 @@ func TestPlanWaiter(t *testing.T) {
 	if m := binds["/run/waitdaemon-engine"]; m.Source != "/run/containerd" || !ro(m) {
 		t.Errorf("the socket's directory: %+v, want /run/containerd read-only", m)
 	}
-	if m := binds[DefaultLogDir]; m.Source != DefaultLogDir || !ro(m) {
-		t.Errorf("the tasks' output: %+v, want it read-only", m)
+	if m := binds[DefaultLogDir]; m.Source != DefaultLogDir || ro(m) {
+		t.Errorf("the tasks' output: %+v, want it writable at its own path, for Remove", m)
 	}
 	if m := binds["/run/waitdaemon-result"]; m.Source != "/var/lib/result" || ro(m) {
 		t.Errorf("the result file's directory: %+v, want it writable", m)

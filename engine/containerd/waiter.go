@@ -27,13 +27,18 @@ const engineDir = "/run/waitdaemon-engine"
 
 // PlanWaiter plans phase 2 from our own image, with least privilege (see
 // waiterSpec): the socket's directory bound read-only, the tasks' output
-// directory read-only (for the user container's tail), and the result
-// file's directory.
+// directory LogDir, and the result file's directory. LogDir is bound
+// read-write at its own path: the waiter reads the user container's
+// output there for the tail, and Remove deletes a removed container's
+// <LogDir>/<id>/, which takes write access to LogDir itself. A narrower
+// bind cannot do: the IDs of the user container and the fallback are
+// made after the waiter's plan, and a bind of <LogDir>/<id> could only
+// empty the directory, never remove it.
 func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 	d := s.Detail.(*self)
 	id := e.newID(want.Name)
 	mounts, socket := engineBind(socketSource(d.spec.Mounts, e.C.SocketPath()))
-	mounts = append(mounts, bind(e.logDir(), e.logDir(), true))
+	mounts = append(mounts, bind(e.logDir(), e.logDir(), false))
 	if want.Bind.Host != "" {
 		mounts = append(mounts, bind(want.Bind.Host, want.Bind.Container, false))
 	}
@@ -304,8 +309,7 @@ const maxTail = 1 << 20
 
 // Follow waits for the run to end, and returns it with the last tail
 // lines its task wrote to its output file since Start began it (the
-// waiter sees the file through its read-only bind of LogDir; since is not
-// needed).
+// waiter sees the file through its bind of LogDir; since is not needed).
 func (e *Engine) Follow(ctx context.Context, ref string, sent time.Time, tail int, since string) (engine.Run, error) {
 	ctr, err := e.find(ctx, ref)
 	if err != nil {
