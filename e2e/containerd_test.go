@@ -305,8 +305,10 @@ func leftOver(t *testing.T, ctx context.Context, eng *containerd.Engine, id stri
 // hands off and exits 0; the agent deletes the action; the waiter runs
 // the probe, which must see the action's env, volumes and namespaces, and
 // writes the result file; the fallback, never started, is removed with
-// its created task; nothing but the stopped waiter is left. Then an
-// action whose user container fails, and is re-run once: it is kept; and
+// its created task; nothing but the stopped waiter is left, and no
+// output file of the user container or the fallback. Then another action,
+// whose phase 1 removes the first's stopped waiter, and whose user
+// container fails, and is re-run once: it is kept, with its output; and
 // the next run of that action keeps it out of the way (under its own ID),
 // removes the earlier waiter, and runs its own.
 func TestContainerdEngine(t *testing.T) {
@@ -373,6 +375,12 @@ func TestContainerdEngine(t *testing.T) {
 			name: name, args: []string{"--exit=3"}, private: true, volumes: [][2]string{{out, "/out"}},
 			env: []string{user, "WAIT_SECONDS=0", "WAITDAEMON_RETRIES=1", "WAITDAEMON_LOG_TAIL=200", "PROBE_DIR=/out", "PROBE_NAME=failed"},
 		})
+		// This other action's phase 1 removed the first action's
+		// stopped waiter: containerd has no auto-remove.
+		if !strings.Contains(failed.phase1, "removed another action's stopped waiter") {
+			t.Errorf("phase 1 of a second action did not remove the first's stopped waiter:\n%s", failed.phase1)
+		}
+		leftOver(t, ctx, eng, r.id)
 		// The agent's default namespaces: the user container gets its
 		// own pid and network namespaces too.
 		if probe, ok := readProbe(t, out, "failed"); !ok || probe.Namespaces["pid"] == hostNamespace(t, "pid") || probe.Namespaces["net"] == hostNamespace(t, "net") {

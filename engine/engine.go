@@ -102,6 +102,9 @@ type Container struct {
 	// Ran is false for a container that never started: a waiter cannot
 	// have done anything, nor a user container that was never run.
 	Ran bool
+	// Running is true while it runs (or is paused): a waiter still
+	// waiting, which belongs to its action.
+	Running bool
 	// State is the engine's word for it, for messages.
 	State string
 }

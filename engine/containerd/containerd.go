@@ -46,10 +46,10 @@
 //     stopped ran; a created task did not; a container with no task ran if
 //     Start had labelled it org.waitdaemon.started.
 //   - No auto-remove, and a running task cannot delete itself: the waiter
-//     stays behind once stopped, labelled, and the next run of the same
-//     action removes it (phase 1 removes every earlier waiter of the
-//     action). One whose action never runs again stays with the host's
-//     containerd state.
+//     stays behind once stopped, labelled, and the next phase 1 on this
+//     namespace removes it: every earlier waiter of its own action, and
+//     every stopped waiter of any other (List says which run). Only the
+//     last action's waiter stays with the host's containerd state.
 //   - Remove kills and deletes the task before the container: containerd
 //     deletes a container whose task runs, and orphans the task.
 //
@@ -266,7 +266,8 @@ func (e *Engine) find(ctx context.Context, ref string) (containerdapi.Container,
 	return list[0], nil
 }
 
-// List lists the containers labelled label=value, and whether each ran.
+// List lists the containers labelled label=value, whether each ran, and
+// whether its task runs (or is paused).
 func (e *Engine) List(ctx context.Context, label, value string) ([]engine.Container, error) {
 	list, err := e.C.ContainerList(ctx, containerdapi.LabelFilter(label, value))
 	if err != nil || len(list) == 0 {
@@ -283,11 +284,12 @@ func (e *Engine) List(ctx context.Context, label, value string) ([]engine.Contai
 	out := make([]engine.Container, 0, len(list))
 	for _, c := range list {
 		st, hasTask := status[c.ID]
-		ran, state := c.Labels[LabelStarted] != "", "no task"
+		ran, running, state := c.Labels[LabelStarted] != "", false, "no task"
 		if hasTask {
 			ran, state = st != containerdapi.TaskCreated && st != containerdapi.TaskUnknown, st.String()
+			running = st == containerdapi.TaskRunning || st == containerdapi.TaskPaused || st == containerdapi.TaskPausing
 		}
-		out = append(out, engine.Container{ID: c.ID, Name: cmp.Or(c.Labels[LabelName], c.ID), Labels: c.Labels, Ran: ran, State: state})
+		out = append(out, engine.Container{ID: c.ID, Name: cmp.Or(c.Labels[LabelName], c.ID), Labels: c.Labels, Ran: ran, Running: running, State: state})
 	}
 	return out, nil
 }

@@ -354,7 +354,7 @@ func TestEngineRun(t *testing.T) {
 		t.Errorf("Create() again, as after a lost answer = %s, %v; want its own container adopted", again, err)
 	}
 	list, err := e.List(ctx, "org.waitdaemon.action-id", id)
-	if err != nil || len(list) != 1 || list[0].ID != wantID || list[0].Name != userName || list[0].Ran || list[0].State != "created" {
+	if err != nil || len(list) != 1 || list[0].ID != wantID || list[0].Name != userName || list[0].Ran || list[0].Running || list[0].State != "created" {
 		t.Errorf("List() = %+v, %v; want the user container by its readable name, created, never run", list, err)
 	}
 
@@ -387,7 +387,7 @@ func TestEngineRun(t *testing.T) {
 		}
 	}
 	list, err = e.List(ctx, "org.waitdaemon.action-id", id)
-	if err != nil || len(list) != 1 || !list[0].Ran || list[0].State != "stopped" {
+	if err != nil || len(list) != 1 || !list[0].Ran || list[0].Running || list[0].State != "stopped" {
 		t.Errorf("List() after the runs = %+v, %v; want it ran", list, err)
 	}
 	kept, err := e.Keep(ctx, list[0], userName+"-earlier")

@@ -106,7 +106,8 @@ func toSelf(ctr dockerapi.Container, foundBy string) engine.Self {
 	}
 }
 
-// List lists the containers labelled label=value.
+// List lists the containers labelled label=value, whether each ran, and
+// whether it runs.
 func (e *Engine) List(ctx context.Context, label, value string) ([]engine.Container, error) {
 	list, err := e.C.ContainerList(ctx, label+"="+value)
 	if err != nil {
@@ -118,7 +119,8 @@ func (e *Engine) List(ctx context.Context, label, value string) ([]engine.Contai
 		if len(l.Names) > 0 {
 			name = strings.TrimPrefix(l.Names[0], "/")
 		}
-		out = append(out, engine.Container{ID: l.ID, Name: name, Labels: l.Labels, Ran: l.State != "created", State: l.State})
+		running := l.State == "running" || l.State == "paused" || l.State == "restarting"
+		out = append(out, engine.Container{ID: l.ID, Name: name, Labels: l.Labels, Ran: l.State != "created", Running: running, State: l.State})
 	}
 	return out, nil
 }

@@ -109,6 +109,16 @@ func (e *Engine) Add(name string, labels map[string]string, ran bool) string {
 	return id
 }
 
+// AddRunning puts a container there that runs: another action's waiter
+// still waiting.
+func (e *Engine) AddRunning(name string, labels map[string]string) string {
+	id := e.Add(name, labels, true)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.containers[id].running = true
+	return id
+}
+
 // call records a call and returns the error the test asked for, and
 // whether the work is still to be done.
 func (e *Engine) call(method, subject string) (err error, lost bool) {
@@ -178,10 +188,13 @@ func (e *Engine) List(_ context.Context, label, value string) ([]engine.Containe
 		c := e.containers[id]
 		if c.labels[label] == value {
 			state := "created"
-			if c.starts > 0 {
+			switch {
+			case c.running:
+				state = "running"
+			case c.starts > 0:
 				state = "exited"
 			}
-			out = append(out, engine.Container{ID: c.id, Name: c.name, Labels: c.labels, Ran: c.starts > 0, State: state})
+			out = append(out, engine.Container{ID: c.id, Name: c.name, Labels: c.labels, Ran: c.starts > 0, Running: c.running, State: state})
 		}
 	}
 	return out, nil
