@@ -17,6 +17,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
+	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 	"github.com/waitdaemon/waitdaemon/phase"
 )
 
@@ -64,53 +65,6 @@ func importImages(t *testing.T, images ...string) {
 	}
 }
 
-// actionSpec is the spec of an action container as tink-agent makes one
-// (see testdata/ocispec), but unprivileged, which is all these machines
-// can start: waitdaemon's ENTRYPOINT and the action's command, its env,
-// pid and network host, the /run tmpfs, the volumes, and /etc files
-// from a temporary directory.
-func actionSpec(id string, args, env []string, volumes [][2]string, etc string, private bool) []byte {
-	caps := []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW", "CAP_SETGID",
-		"CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"}
-	mounts := []map[string]any{
-		{"destination": "/proc", "type": "proc", "source": "proc", "options": []string{"nosuid", "noexec", "nodev"}},
-		{"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
-		{"destination": "/dev/pts", "type": "devpts", "source": "devpts", "options": []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
-		{"destination": "/dev/shm", "type": "tmpfs", "source": "shm", "options": []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
-		{"destination": "/run", "type": "tmpfs", "source": "tmpfs", "options": []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
-	}
-	for _, v := range volumes {
-		mounts = append(mounts, map[string]any{"destination": v[1], "type": "bind", "source": v[0], "options": []string{"rbind", "rw"}})
-	}
-	for _, f := range []string{"resolv.conf", "hosts", "hostname"} {
-		mounts = append(mounts, map[string]any{"destination": "/etc/" + f, "type": "bind", "source": filepath.Join(etc, f), "options": []string{"bind", "rprivate", "rw"}})
-	}
-	namespaces := []map[string]string{{"type": "ipc"}, {"type": "uts"}, {"type": "mount"}}
-	if private {
-		// tink-agent's defaults: a pid namespace, and a network one
-		// without path, where it sets up CNI.
-		namespaces = append(namespaces, map[string]string{"type": "pid"}, map[string]string{"type": "network"})
-	}
-	spec := map[string]any{
-		"ociVersion": "1.1.0",
-		"process": map[string]any{
-			"user": map[string]any{"uid": 0, "gid": 0}, "args": args, "env": env, "cwd": "/",
-			"capabilities":    map[string]any{"bounding": caps, "effective": caps, "permitted": caps},
-			"noNewPrivileges": true,
-		},
-		"root":   map[string]any{"path": "rootfs"},
-		"mounts": mounts,
-		"linux": map[string]any{
-			"namespaces":  namespaces,
-			"cgroupsPath": "/" + containerdNS + "/" + id,
-			"maskedPaths": []string{"/proc/kcore", "/proc/keys"},
-			"resources":   map[string]any{"devices": []map[string]any{{"allow": false, "access": "rwm"}}},
-		},
-	}
-	data, _ := json.Marshal(spec)
-	return data
-}
-
 // cdAction is one action run on the test containerd.
 type cdAction struct {
 	name    string   // nerdctl/name, tinkerbell_<name>_<action ID>
@@ -142,16 +96,13 @@ type phase2Result struct {
 	} `json:"attempts"`
 }
 
-// runCDAction runs a as tink-agent does: a random 64-hex ID, nerdctl's
-// name label, an unprivileged spec (pid and network host, or its own), the socket
-// as a volume, the output to a file, /etc files from a temporary
-// directory; wait, start, and after an exit 0, the task then the
-// container deleted at once. It waits for the waiter's result file.
+// runCDAction runs a as tink-agent does (package tinkagent), with the
+// socket as a volume and /etc files from a temporary directory; wait,
+// start, and after an exit 0, the task then the container deleted at
+// once. It waits for the waiter's result file.
 func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng *containerd.Engine, actionImg string, a cdAction) cdRun {
 	t.Helper()
-	idb := make([]byte, 32)
-	_, _ = rand.Read(idb)
-	id := hex.EncodeToString(idb)
+	id := tinkagent.NewID()
 	t.Cleanup(func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer ccancel()
@@ -173,21 +124,10 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 		}
 	})
 	etc := t.TempDir()
-	for _, f := range []string{"resolv.conf", "hosts", "hostname"} {
-		data, err := os.ReadFile("/etc/" + f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(etc, f), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	img, err := c.ImageUnpacked(ctx, "docker.io/library/"+actionImg, containerdapi.DefaultPlatform(), containerdapi.DefaultSnapshotter)
-	if err != nil {
-		t.Fatalf("the imported action image: %v", err)
+	if err := tinkagent.EtcDir(etc); err != nil {
+		t.Fatal(err)
 	}
 	result := cmp.Or(a.result, filepath.Join(t.TempDir(), "result.json"))
-	args := append(slices.Clone(img.Config.Config.Entrypoint), a.args...)
 	env := append([]string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"WAITDAEMON_RESULT_FILE=" + result,
@@ -195,31 +135,12 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 	if a.dryRun {
 		env = append(env, "WAITDAEMON_DRY_RUN=true")
 	}
-	volumes := append([][2]string{{containerdSocket, containerdapi.DefaultSocket}}, a.volumes...)
-	actionLog := filepath.Join(t.TempDir(), "action.log")
-
-	lease := "e2e-" + id[:12]
-	if _, err := c.LeaseCreate(ctx, lease, time.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
+	action := tinkagent.Action{
+		ID: id, Name: a.name, Image: "docker.io/library/" + actionImg, Args: a.args, Env: env,
+		Volumes: append([][2]string{{containerdSocket, containerdapi.DefaultSocket}}, a.volumes...),
+		Etc:     etc, Private: a.private, Log: filepath.Join(t.TempDir(), "action.log"),
 	}
-	lctx := containerdapi.WithLease(ctx, lease)
-	key := a.name + "-" + id[:8]
-	mounts, err := c.SnapshotPrepare(lctx, containerdapi.DefaultSnapshotter, key, img.ChainID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.ContainerCreate(lctx, containerdapi.Container{
-		ID: id, Image: "docker.io/library/" + actionImg, Labels: map[string]string{"nerdctl/name": a.name, "nerdctl/namespace": containerdNS},
-		Runtime: containerdapi.Runtime{Name: containerdapi.RuncV2}, Spec: containerdapi.SpecAny(actionSpec(id, args, env, volumes, etc, a.private)),
-		Snapshotter: containerdapi.DefaultSnapshotter, SnapshotKey: key,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.LeaseDelete(ctx, lease, true); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.TaskCreate(ctx, id, containerdapi.TaskSpec{Rootfs: mounts, Stdout: "file://" + actionLog, Stderr: "file://" + actionLog}); err != nil {
+	if err := tinkagent.Create(ctx, c, action); err != nil {
 		t.Fatal(err)
 	}
 	waited := make(chan containerdapi.Exit, 1)
@@ -235,7 +156,7 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 		t.Fatal(err)
 	}
 	exit := <-waited
-	out, _ := os.ReadFile(actionLog)
+	out, _ := os.ReadFile(action.Log)
 	r := cdRun{id: id, phase1: string(out), exit: exit.Status}
 	if a.fails {
 		if exit.Status == 0 {
@@ -254,13 +175,9 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 	}
 	// The agent, after an exit 0: the task, then the container.
 	time.Sleep(50 * time.Millisecond)
-	if _, err := c.TaskDelete(ctx, id); err != nil {
+	if err := tinkagent.Delete(ctx, c, action); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ContainerDelete(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.SnapshotRemove(ctx, containerdapi.DefaultSnapshotter, key)
 
 	deadline := time.Now().Add(time.Minute)
 	for {
