@@ -68,12 +68,17 @@ probe-image:
 	cp testdata/probe/Dockerfile bin/probe/
 	DOCKER_BUILDKIT=0 docker build -q -t $(PROBE_IMAGE) bin/probe
 
-# On Docker 20.10, then on Docker 29 with the same images.
+# On Docker 20.10, then on Docker 29 and on the test containerd (actions
+# made as tink-agent makes them, in its namespace) with the same images.
 DOCKER29_SOCKET = /run/docker29/docker.sock
-bench: engine docker29 build image probe-image
+CONTAINERD_SOCKET = /run/containerd-test/containerd.sock
+CTR = /var/cache/waitdaemon/containerd-v2.2.1/ctr
+bench: engine docker29 containerd build image probe-image
 	go run ./bench -image $(IMAGE) -probe $(PROBE_IMAGE)
 	docker save $(IMAGE) $(PROBE_IMAGE) | docker -H unix://$(DOCKER29_SOCKET) load -q
 	go run ./bench -image $(IMAGE) -probe $(PROBE_IMAGE) -socket $(DOCKER29_SOCKET) -svg ""
+	docker save $(IMAGE) $(PROBE_IMAGE) | $(CTR) -a $(CONTAINERD_SOCKET) -n tinkerbell images import - >/dev/null
+	go run ./bench -engine containerd -image $(IMAGE) -probe $(PROBE_IMAGE) -socket $(CONTAINERD_SOCKET)
 
 demo: engine image probe-image
 	IMAGE=$(IMAGE) PROBE_IMAGE=$(PROBE_IMAGE) scripts/demo.sh

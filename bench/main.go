@@ -1,7 +1,9 @@
 // Command bench measures waitdaemon on the local engine and prints a
 // markdown table: phase 1's time against a bare container start measured
 // in the same run, the image and binary sizes, and the waiter's peak
-// memory while it waits. Run it with `make bench`.
+// memory while it waits. With -engine containerd it measures the same on
+// containerd, with actions made as tink-agent makes them (containerd.go).
+// Run it with `make bench`.
 package main
 
 import (
@@ -23,9 +25,20 @@ func main() {
 	image := flag.String("image", "waitdaemon:dev", "the action image")
 	probe := flag.String("probe", "waitdaemon-probe:dev", "the user image")
 	svgOut := flag.String("svg", "docs/timeline.svg", "where to draw one run's timeline (empty: nowhere)")
-	socket := flag.String("socket", "", "the engine's socket (default: DOCKER_HOST, else /var/run/docker.sock)")
+	socket := flag.String("socket", "", "the engine's socket (default: DOCKER_HOST, else /var/run/docker.sock; on containerd, CONTAINERD_ADDRESS, else /run/containerd/containerd.sock)")
+	eng := flag.String("engine", "docker", "docker (Docker or Podman), or containerd, with actions made as tink-agent makes them")
+	namespace := flag.String("namespace", "tinkerbell", "containerd's namespace, where the images are")
 	flag.Parse()
-	if err := run(*runs, *image, *probe, *svgOut, *socket); err != nil {
+	var err error
+	switch *eng {
+	case "docker":
+		err = run(*runs, *image, *probe, *svgOut, *socket)
+	case "containerd":
+		err = runContainerd(*runs, *image, *probe, *socket, *namespace)
+	default:
+		err = fmt.Errorf("-engine %q: want docker or containerd", *eng)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -253,7 +266,12 @@ func waiterMemory(ctx context.Context, c *dockerapi.Client, image, probe string)
 	if err != nil {
 		return memory{}, err
 	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", w.State.Pid))
+	return readMemory(w.State.Pid)
+}
+
+// readMemory reads the memory of process pid from /proc.
+func readMemory(pid int) (memory, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return memory{}, fmt.Errorf("reading the waiter's memory (run as root on the engine's host): %w", err)
 	}

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/engine/containerd"
+	"github.com/waitdaemon/waitdaemon/imageref"
+	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+	"github.com/waitdaemon/waitdaemon/phase"
+)
+
+// cdBench measures waitdaemon on containerd, with action containers made
+// as tink-agent makes them (package tinkagent): phase 1 by containerd's
+// own times, against a bare create and start of the action's image in
+// the same run, and the waiter's peak memory while it waits.
+type cdBench struct {
+	c            *containerdapi.Client
+	eng          *containerd.Engine
+	image, probe string // qualified
+	etc, tmp     string
+	actions      []string // the IDs of the actions run, for the clean-up
+}
+
+func runContainerd(runs int, image, probe, socket, namespace string) (err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	c := &containerdapi.Client{Socket: socket, Namespace: namespace}
+	v, err := c.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("no containerd on %s: %w (make containerd starts one)", c.SocketPath(), err)
+	}
+	b := &cdBench{c: c, eng: containerd.New(c)}
+	for _, ref := range []struct{ in, out *string }{{&image, &b.image}, {&probe, &b.probe}} {
+		r, err := imageref.Parse(*ref.in)
+		if err != nil {
+			return err
+		}
+		*ref.out = r.Qualified()
+		if _, err := c.ImageUnpacked(ctx, *ref.out, containerdapi.DefaultPlatform(), containerdapi.DefaultSnapshotter); err != nil {
+			return fmt.Errorf("image %s in namespace %s: %w (make bench imports it)", *ref.out, namespace, err)
+		}
+	}
+	if b.tmp, err = os.MkdirTemp("", "waitdaemon-bench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.tmp)
+	b.etc = filepath.Join(b.tmp, "etc")
+	if err := os.Mkdir(b.etc, 0o755); err != nil {
+		return err
+	}
+	if err := tinkagent.EtcDir(b.etc); err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, b.cleanUp()) }()
+	fmt.Printf("\nEngine: containerd %s on %s (namespace %s)\n\n", v.Version, c.SocketPath(), namespace)
+
+	var bare, phase1, phase1Sent []time.Duration
+	for i := range runs {
+		d, err := b.bareStart(ctx, i)
+		if err != nil {
+			return err
+		}
+		bare = append(bare, d)
+		p, sent, err := b.phase1(ctx, i)
+		if err != nil {
+			return err
+		}
+		phase1, phase1Sent = append(phase1, p), append(phase1Sent, sent)
+	}
+	hwm, err := b.waiterMemory(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("| measure (%d runs) | median | range | target |\n|---|---|---|---|\n", runs)
+	row := func(name string, ds []time.Duration) {
+		lo, med, hi := stats(ds)
+		fmt.Printf("| %s | %d ms | %d–%d ms | |\n", name, med.Milliseconds(), lo.Milliseconds(), hi.Milliseconds())
+	}
+	row("bare create (lease, snapshot, container) + Tasks/Create + Tasks/Start of the action's image, as the client sees it", bare)
+	row("phase 1 (the action's /tasks/start event → its exited_at, containerd's times)", phase1)
+	row("phase 1, as the agent sees it (Tasks/Start sent → exited_at)", phase1Sent)
+	_, bm, _ := stats(bare)
+	_, pm, _ := stats(phase1)
+	fmt.Printf("| phase 1 / bare create+start | %.2f× | | |\n", float64(pm)/float64(bm))
+	fmt.Printf("| waiter peak memory (VmHWM) while waiting | %.2f MB | | ≤ 5 MB |\n", float64(hwm.hwm)/1e6)
+	fmt.Printf("| of which, while waiting: its own (RssAnon) / the mapped binary (RssFile) | %.2f MB / %.2f MB | | |\n", float64(hwm.anon)/1e6, float64(hwm.file)/1e6)
+	return nil
+}
+
+// action is a tink-agent-shaped action of waitdaemon's image, with env;
+// its ID is noted for the clean-up.
+func (b *cdBench) action(name string, args []string, env ...string) tinkagent.Action {
+	id := tinkagent.NewID()
+	b.actions = append(b.actions, id)
+	return tinkagent.Action{
+		ID: id, Name: "tinkerbell_" + name + "_01JBENCH" + id[:10], Image: b.image, Args: args,
+		Env:     append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...),
+		Volumes: [][2]string{{b.c.SocketPath(), containerdapi.DefaultSocket}},
+		Etc:     b.etc, Log: filepath.Join(b.tmp, id+".log"),
+	}
+}
+
+// bareStart times the least an agent's start costs: a container of the
+// action's image made as the agent makes it (lease, snapshot, container,
+// task), and started; then removes it. Without IMAGE, it stops at
+// once, having made nothing.
+func (b *cdBench) bareStart(ctx context.Context, i int) (time.Duration, error) {
+	a := b.action(fmt.Sprintf("bench-bare-%d", i), []string{"reboot"})
+	began := time.Now()
+	if err := tinkagent.Create(ctx, b.c, a); err != nil {
+		return 0, err
+	}
+	if _, err := b.c.TaskStart(ctx, a.ID); err != nil {
+		return 0, fmt.Errorf("starting the bare container: %w", err)
+	}
+	took := time.Since(began)
+	if _, err := b.c.TaskWait(ctx, a.ID); err != nil {
+		return 0, fmt.Errorf("waiting for the bare container: %w", err)
+	}
+	if list, err := b.eng.List(ctx, phase.LabelActionID, a.ID); err != nil || len(list) > 0 {
+		return 0, fmt.Errorf("the bare container made %d containers (%v), want none", len(list), err)
+	}
+	return took, tinkagent.Delete(ctx, b.c, a)
+}
+
+// phase1 runs one action as the agent does, and returns phase 1's time
+// by containerd's clock: from the action's /tasks/start event (the
+// envelope's timestamp: containerd has no start time of a task) to its
+// exited_at; and from the agent's Tasks/Start sent to exited_at. It then
+// waits for the waiter to stop, which the next phase 1 removes.
+func (b *cdBench) phase1(ctx context.Context, i int) (byEngine, byAgent time.Duration, err error) {
+	a := b.action(fmt.Sprintf("bench-%d", i), []string{"reboot"}, "IMAGE="+b.probe, "WAIT_SECONDS=0")
+	if err := tinkagent.Create(ctx, b.c, a); err != nil {
+		return 0, 0, err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	sub, err := b.c.Subscribe(sctx, `topic=="/tasks/start"`)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer sub.Close()
+	waited := make(chan error, 1)
+	var exit containerdapi.Exit
+	go func() { var err error; exit, err = b.c.TaskWait(ctx, a.ID); waited <- err }()
+	time.Sleep(50 * time.Millisecond) // the wait is in place
+	sent := time.Now()
+	if _, err := b.c.TaskStart(ctx, a.ID); err != nil {
+		return 0, 0, fmt.Errorf("starting action %s: %w", a.Name, err)
+	}
+	var startedAt time.Time
+	for startedAt.IsZero() {
+		ev, err := sub.Next()
+		if err != nil {
+			return 0, 0, fmt.Errorf("waiting for the start of action %s: %w", a.Name, err)
+		}
+		if eventContainer(ev.Event.Value) == a.ID {
+			startedAt = ev.Timestamp
+		}
+	}
+	if err := <-waited; err != nil {
+		return 0, 0, fmt.Errorf("waiting for action %s: %w", a.Name, err)
+	}
+	if exit.Status != 0 {
+		out, _ := os.ReadFile(a.Log)
+		return 0, 0, fmt.Errorf("action %s exited %d:\n%s", a.Name, exit.Status, out)
+	}
+	if err := tinkagent.Delete(ctx, b.c, a); err != nil {
+		return 0, 0, err
+	}
+	if _, err := b.waiter(ctx, a.ID, true); err != nil {
+		return 0, 0, err
+	}
+	return exit.ExitedAt.Sub(startedAt), exit.ExitedAt.Sub(sent), nil
+}
+
+// eventContainer is the container_id (field 1) of a task event.
+func eventContainer(b []byte) string {
+	for len(b) > 1 {
+		key, n := uvarint(b)
+		b = b[n:]
+		if key&7 != 2 { // only strings and messages come first in these
+			return ""
+		}
+		size, n := uvarint(b)
+		b = b[n:]
+		if int(size) > len(b) {
+			return ""
+		}
+		if key>>3 == 1 {
+			return string(b[:size])
+		}
+		b = b[size:]
+	}
+	return ""
+}
+
+func uvarint(b []byte) (uint64, int) {
+	var v uint64
+	for i, c := range b {
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return v, i + 1
+		}
+	}
+	return v, len(b)
+}
+
+// waiter finds the waiter of action id and, if stopped, waits until it
+// has stopped; it returns the waiter's ID.
+func (b *cdBench) waiter(ctx context.Context, id string, stopped bool) (string, error) {
+	for range 600 {
+		list, err := b.eng.List(ctx, phase.LabelActionID, id)
+		if err != nil {
+			return "", err
+		}
+		for _, l := range list {
+			if l.Labels[phase.LabelRole] == phase.RoleWaiter && (!stopped || len(list) == 1 && l.Ran && !l.Running) {
+				return l.ID, nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "", fmt.Errorf("the waiter of action %s did not finish in 30s", id[:12])
+}
+
+// waiterMemory runs an action with a wait of 3 s and reads the waiter's
+// memory from /proc/<its task's pid>/status while it waits.
+func (b *cdBench) waiterMemory(ctx context.Context) (memory, error) {
+	a := b.action("bench-memory", []string{"reboot"}, "IMAGE="+b.probe, "WAIT_SECONDS=3")
+	if err := tinkagent.Create(ctx, b.c, a); err != nil {
+		return memory{}, err
+	}
+	if _, err := b.c.TaskStart(ctx, a.ID); err != nil {
+		return memory{}, err
+	}
+	if _, err := b.c.TaskWait(ctx, a.ID); err != nil {
+		return memory{}, err
+	}
+	if err := tinkagent.Delete(ctx, b.c, a); err != nil {
+		return memory{}, err
+	}
+	time.Sleep(time.Second)
+	w, err := b.waiter(ctx, a.ID, false)
+	if err != nil {
+		return memory{}, err
+	}
+	t, err := b.c.TaskGet(ctx, w)
+	if err != nil {
+		return memory{}, fmt.Errorf("the waiter's task: %w", err)
+	}
+	if t.Status != containerdapi.TaskRunning {
+		return memory{}, fmt.Errorf("the waiter is %s, not waiting", t.Status)
+	}
+	mem, err := readMemory(int(t.Pid))
+	if err != nil {
+		return memory{}, err
+	}
+	_, err = b.waiter(ctx, a.ID, true)
+	return mem, err
+}
+
+// cleanUp removes what the bench's actions left, with their output.
+func (b *cdBench) cleanUp() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var errs []error
+	for _, id := range b.actions {
+		list, err := b.eng.List(ctx, phase.LabelActionID, id)
+		errs = append(errs, err)
+		for _, l := range list {
+			// On the host, Remove removes the output directory too.
+			errs = append(errs, b.eng.Remove(ctx, l.ID))
+		}
+		errs = append(errs, b.eng.Remove(ctx, id))
+	}
+	// The output of the waiters that a later phase 1 removed: it could
+	// not reach them.
+	dirs, _ := filepath.Glob(filepath.Join(containerd.DefaultLogDir, "tinkerbell_bench-*_01JBENCH*"))
+	for _, d := range dirs {
+		errs = append(errs, os.RemoveAll(d))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cleaning up: %w", err)
+	}
+	return nil
+}
