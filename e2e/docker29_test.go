@@ -46,8 +46,8 @@ func startDocker29() (string, error) {
 		return "", fmt.Errorf("scripts/docker29.sh: %v\n%s", err, tailOf(stderr.Bytes(), 20))
 	}
 	socket := strings.TrimSpace(string(out))
-	// docker save | docker -H unix://… load: the same image IDs, the same
-	// names.
+	// docker save | docker -H unix://… load: the same names. (Not the
+	// same IDs: Docker 29's is the manifest's digest, not the config's.)
 	save := exec.Command("docker", "save", actionImage, probeImage)
 	load := exec.Command("docker", "-H", "unix://"+socket, "load", "-q")
 	var saveErr, loadOut bytes.Buffer

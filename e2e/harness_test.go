@@ -53,8 +53,9 @@ func setup(t *testing.T) *dockerapi.Client {
 type testEngine struct {
 	name  string
 	setup func(*testing.T) *dockerapi.Client
-	// privileged: privileged containers start (Podman's do on these
-	// machines; Docker's cannot: a missing capability).
+	// privileged: privileged containers start (Podman's and Docker 29's,
+	// with runc 1.4, do on these machines; Docker 20.10's cannot: a
+	// missing capability).
 	privileged bool
 	// cgroupns: a private cgroup namespace is honoured (Podman 4.3's
 	// compatible API drops it).
@@ -73,7 +74,7 @@ type testEngine struct {
 // engines is the engine table.
 var engines = []testEngine{
 	{name: "docker", setup: setup, cgroupns: true, runtimeEnv: []string{"HOSTNAME", "HOME"}},
-	{name: "docker29", setup: setupDocker29, cgroupns: true, runtimeEnv: []string{"HOSTNAME", "HOME"}},
+	{name: "docker29", setup: setupDocker29, privileged: true, cgroupns: true, runtimeEnv: []string{"HOSTNAME", "HOME"}},
 	{name: "podman", setup: setupPodman, privileged: true, localhost: true, runtimeEnv: []string{"HOSTNAME", "HOME", "container"}, runtimeMounts: []string{"/run/.containerenv"}},
 }
 
