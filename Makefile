@@ -80,8 +80,10 @@ bench: engine docker29 containerd build image probe-image
 	docker save $(IMAGE) $(PROBE_IMAGE) | $(CTR) -a $(CONTAINERD_SOCKET) -n tinkerbell images import - >/dev/null
 	go run ./bench -engine containerd -image $(IMAGE) -probe $(PROBE_IMAGE) -socket $(CONTAINERD_SOCKET)
 
-demo: engine image probe-image
-	IMAGE=$(IMAGE) PROBE_IMAGE=$(PROBE_IMAGE) scripts/demo.sh
+# ENGINE=containerd runs it on the test containerd instead.
+ENGINE ?= docker
+demo: engine image probe-image $(if $(filter containerd,$(ENGINE)),containerd)
+	IMAGE=$(IMAGE) PROBE_IMAGE=$(PROBE_IMAGE) ENGINE=$(ENGINE) scripts/demo.sh
 
 engine:
 	@scripts/engine.sh

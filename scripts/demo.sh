@@ -5,6 +5,15 @@ set -euo pipefail
 IMAGE=${IMAGE:-waitdaemon:dev}
 PROBE_IMAGE=${PROBE_IMAGE:-waitdaemon-probe:dev}
 WAIT=${WAIT_SECONDS:-3}
+
+# ENGINE=containerd: on the test containerd (make containerd), the action
+# made as tink-agent makes it, by tools/demo-containerd.
+if [ "${ENGINE:-docker}" = containerd ]; then
+	SOCK=${CONTAINERD_SOCKET:-/run/containerd-test/containerd.sock}
+	CTR=${CTR:-/var/cache/waitdaemon/containerd-v2.2.1/ctr}
+	docker save "$IMAGE" "$PROBE_IMAGE" | "$CTR" -a "$SOCK" -n tinkerbell images import - >/dev/null
+	exec go run ./tools/demo-containerd -image "$IMAGE" -probe "$PROBE_IMAGE" -socket "$SOCK" -wait "$WAIT"
+fi
 name=action_demo_reboot
 out=$(mktemp -d)
 trap 'docker rm -f $name ${name}-waitdaemon-user ${name}-waitdaemon-waiter >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
