@@ -146,6 +146,9 @@ type Spec struct {
 	Name   string `json:"name"`
 	ID     string `json:"id,omitempty"`
 	Create any    `json:"create,omitempty"`
+	// Note is what the operator should know of the plan, for the
+	// hand-off line: on containerd, a network of loopback only.
+	Note string `json:"note,omitempty"`
 }
 
 // Auth is a registry credential.

@@ -322,6 +322,9 @@ func TestEngineRun(t *testing.T) {
 	for _, m := range s.Mounts {
 		dests = append(dests, m.Destination)
 	}
+	if spec.Note != "" {
+		t.Errorf("Plan() note %q on the host's network, want none", spec.Note)
+	}
 	if !slices.Equal(nsTypes, []string{"pid", "ipc", "uts", "mount"}) || s.Linux.CgroupsPath != "/"+namespace+"/"+wantID {
 		t.Errorf("plan namespaces %q cgroup %s, want the action's (no network: the host's), in /%s/%s", nsTypes, s.Linux.CgroupsPath, namespace, wantID)
 	}

@@ -75,7 +75,17 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 			return engine.Spec{}, err
 		}
 	}
-	return engine.Spec{Name: want.Name, Create: p}, nil
+	return engine.Spec{Name: want.Name, Create: p, Note: networkNote(d.spec)}, nil
+}
+
+// networkNote is the hand-off's note on a user container planned from an
+// action that is not on the host's network: the agent's CNI network goes
+// with the action, and waitdaemon runs no CNI plugins.
+func networkNote(action ocispec.Spec) string {
+	if ocispec.HostNetwork(action) {
+		return ""
+	}
+	return "a network namespace of its own with loopback only: the action's CNI network goes with the action; set namespaces.network: host for a network"
 }
 
 // finish makes the spec, with the user image's config.

@@ -302,3 +302,16 @@ func TestCgroupID(t *testing.T) {
 		}
 	}
 }
+
+// TestNetworkNote: a user container off the host's network is planned
+// with a note for the hand-off line, saying it has loopback only.
+func TestNetworkNote(t *testing.T) {
+	host := ocispec.Spec{Linux: &ocispec.Linux{Namespaces: []ocispec.Namespace{{Type: "pid"}, {Type: "mount"}}}}
+	private := ocispec.Spec{Linux: &ocispec.Linux{Namespaces: []ocispec.Namespace{{Type: "pid"}, {Type: ocispec.NetworkNamespace}}}}
+	if got := networkNote(host); got != "" {
+		t.Errorf("networkNote(host network) = %q, want none", got)
+	}
+	if got := networkNote(private); !strings.Contains(got, "loopback only") || !strings.Contains(got, "network: host") {
+		t.Errorf("networkNote(a network of its own) = %q, want it to say loopback only, and how to get a network", got)
+	}
+}
