@@ -80,7 +80,7 @@ func makeOCI(t *testing.T, src, out string, env ...string) time.Duration {
 	if err != nil {
 		t.Fatalf("make oci %s: %v\n%s", strings.Join(env, " "), err, out2)
 	}
-	t.Logf("make oci %s took %s:\n%s", strings.Join(env, " "), took.Round(10*time.Millisecond), lastLines(string(out2), 3))
+	t.Logf("make oci %s took %s:\n%s", strings.Join(env, " "), took.Round(10*time.Millisecond), lastLines(string(out2), 4))
 	return took
 }
 
