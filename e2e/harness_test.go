@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,6 +138,7 @@ const (
 
 // action is one action of a template, as an operator writes it.
 type action struct {
+	image       string // the action's image (default: this checkout's)
 	name        string
 	command     []string
 	entrypoint  []string // tink-agent's cmd
@@ -175,7 +177,7 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 		volumes = append(volumes, c.SocketPath()+":/var/run/docker.sock")
 	}
 	body := dockerapi.CreateRequest{
-		Config: dockerapi.Config{Image: actionImage, Cmd: a.command, Env: env, Entrypoint: a.entrypoint, Hostname: a.hostname},
+		Config: dockerapi.Config{Image: cmp.Or(a.image, actionImage), Cmd: a.command, Env: env, Entrypoint: a.entrypoint, Hostname: a.hostname},
 		HostConfig: dockerapi.HostConfig{
 			Privileged:   a.privileged,
 			PidMode:      a.pid,

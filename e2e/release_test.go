@@ -207,7 +207,7 @@ func checkReleaseOnDocker(t *testing.T, c *dockerapi.Client, rel release) {
 				return
 			}
 			out := t.TempDir()
-			r := runPinnedAction(t, c, rel.ref, action{name: "e2e release", command: []string{"reboot"},
+			r := runAction(t, c, tinkWorker, action{image: rel.ref, name: "e2e release", command: []string{"reboot"},
 				env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1"}, volumes: []string{out + ":/out"}})
 			if _, ok := find(events(r.Logs), "handed off"); !ok {
 				t.Errorf("the action from %s logged no hand-off:\n%s", rel.ref, r.Logs)
@@ -264,43 +264,4 @@ func inspectImage(t *testing.T, c *dockerapi.Client, ref string) engineImage {
 		t.Fatalf("inspecting %s: %v", ref, err)
 	}
 	return img
-}
-
-// runPinnedAction runs a from image (pinned by digest, as a template
-// does) the way tink-worker does: create with a TTY and /workflow bound,
-// start, wait, read its output, force-remove it.
-func runPinnedAction(t *testing.T, c *dockerapi.Client, image string, a action) ran {
-	t.Helper()
-	ctx := testCtx(t)
-	var env []string
-	for k, v := range a.env {
-		env = append(env, k+"="+v)
-	}
-	slices.Sort(env)
-	body := dockerapi.CreateRequest{
-		Config: dockerapi.Config{Image: image, Cmd: a.command, Env: env, Tty: true, AttachStdout: true, AttachStderr: true},
-		HostConfig: dockerapi.HostConfig{
-			Binds: append([]string{t.TempDir() + ":/workflow", c.SocketPath() + ":/var/run/docker.sock"}, a.volumes...),
-		},
-	}
-	created, err := c.ContainerCreate(ctx, "action_"+sanitize(a.name), body)
-	if err != nil {
-		t.Fatalf("worker: %v", err)
-	}
-	t.Cleanup(func() { removeAction(c, created.ID) })
-	if err := c.ContainerStart(ctx, created.ID); err != nil {
-		t.Fatalf("worker: %v", err)
-	}
-	res, err := c.ContainerWait(ctx, created.ID, dockerapi.WaitNotRunning)
-	if err != nil {
-		t.Fatalf("worker: %v", err)
-	}
-	var logs strings.Builder
-	if err := c.ContainerLogs(ctx, created.ID, dockerapi.LogsOptions{TTY: true}, &logs, &logs); err != nil {
-		t.Fatalf("worker: %v", err)
-	}
-	if err := c.ContainerRemove(ctx, created.ID, dockerapi.RemoveOptions{Force: true, Volumes: true}); err != nil {
-		t.Fatalf("worker: %v", err)
-	}
-	return ran{ID: created.ID, ExitCode: res.StatusCode, Logs: logs.String()}
 }
