@@ -1,0 +1,18 @@
+// Package phase is waitdaemon's two phases, written once for every engine
+// against the contract in package engine.
+//
+// Phase 1 (One) runs as the action container: it validates the action's
+// variables, reaches the engine, finds its own container, clears what an
+// earlier run of the action left, creates the waiter and starts it while
+// it pulls and creates the user container (and the fallback) without
+// starting them, confirms the result file, and logs the hand-off; after a
+// failure it removes what it made. Phase 2 (Two) runs as the waiter: it
+// waits for the action's exit and WAIT_SECONDS, runs the user container
+// (again while it fails, then the fallback), writes the result, removes
+// what succeeded and keeps what failed; a signal before the start cancels
+// everything, one after it leaves the user container running.
+//
+// What phase 1 tells phase 2 is written once, in contract.go: the labels
+// and roles, the waiter's command line (WaiterArgs), and the result-file
+// handshake. The variables an action can set are one list, Variables.
+package phase
