@@ -196,6 +196,10 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 		body.HostConfig.Binds = volumes
 		body.HostConfig.NetworkMode = a.network
 	}
+	// A run of the suite that was cut short (a timeout, a signal) can
+	// leave the action and what it made behind; a worker would not meet
+	// them, so neither does the test.
+	clearName(c, name)
 	created, err := c.ContainerCreate(ctx, name, body)
 	if err != nil {
 		t.Fatalf("worker: %v", err)
@@ -224,6 +228,16 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 		t.Fatalf("worker: %v", err)
 	}
 	return ran{ID: created.ID, ExitCode: res.StatusCode, FinishedAt: finished, Logs: out.String()}
+}
+
+// clearName removes the container called name, if there is one, and all
+// it made.
+func clearName(c *dockerapi.Client, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if old, err := c.ContainerInspect(ctx, name); err == nil {
+		removeAction(c, old.ID)
+	}
 }
 
 func removeAction(c *dockerapi.Client, id string) {
