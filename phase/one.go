@@ -73,8 +73,17 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 	if h.Waiter.ID, err = eng.Create(ctx, h.Waiter); err != nil {
 		return err
 	}
+	// Other actions' stopped waiters (containerd keeps them) are swept
+	// once the waiter has started, beside the user container's create:
+	// off the way to the hand-off.
 	started := make(chan error, 1)
-	go func() { started <- eng.Start(ctx, h.Waiter.ID) }()
+	go func() {
+		err := eng.Start(ctx, h.Waiter.ID)
+		if err == nil {
+			sweepWaiters(ctx, eng, self, o.Stdout)
+		}
+		started <- err
+	}()
 	err = h.createUser(ctx, eng, s, self, o.Stdout)
 	if err = errors.Join(err, <-started); err != nil {
 		return err
@@ -223,7 +232,6 @@ func clearLeftovers(ctx context.Context, eng engine.Engine, self engine.Self, ou
 		}
 		logEvent(out, "kept an earlier run's container under a new name", map[string]string{"name": kept, "role": role, "state": e.State})
 	}
-	sweepWaiters(ctx, eng, self, out)
 	return nil
 }
 

@@ -207,8 +207,8 @@ func TestOneSweepsStoppedWaiters(t *testing.T) {
 			lists++
 		}
 	}
-	if lists != 2 || index(calls, "List org.waitdaemon.role=waiter") > index(calls, "Create act-waitdaemon-waiter") {
-		t.Errorf("want one List of the waiters besides the action's own, before the waiter's create; calls:\n%s", strings.Join(calls, "\n"))
+	if lists != 2 || index(calls, "List org.waitdaemon.role=waiter") < index(calls, "Start act-waitdaemon-waiter") {
+		t.Errorf("want one List of the waiters besides the action's own, after the waiter's start; calls:\n%s", strings.Join(calls, "\n"))
 	}
 	if strings.Count(out, "removed another action's stopped waiter") != 2 {
 		t.Errorf("output does not say it removed the two stopped waiters:\n%s", out)
