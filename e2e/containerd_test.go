@@ -229,13 +229,9 @@ func leftOver(t *testing.T, ctx context.Context, eng *containerd.Engine, id stri
 // the next run of that action keeps it out of the way (under its own ID),
 // removes the earlier waiter, and runs its own.
 func TestContainerdEngine(t *testing.T) {
-	c := requireContainerd(t)
-	setup(t) // builds the images, on the Docker engine
-	actionImg := cmp.Or(os.Getenv("E2E_CONTAINERD_ACTION_IMAGE"), actionImage)
-	importImages(t, actionImg, probeImage)
+	c, eng, actionImg := setupContainerd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	eng := containerd.New(c)
 	user := "IMAGE=docker.io/library/" + probeImage
 
 	out := t.TempDir()
@@ -350,17 +346,25 @@ func TestContainerdEngine(t *testing.T) {
 	})
 }
 
-// TestContainerdResultDirMissing: a result file in a directory the host
-// lacks fails phase 1 (containerd makes no missing bind source), naming
-// the directory, and leaves nothing.
-func TestContainerdResultDirMissing(t *testing.T) {
+// setupContainerd is the start of a containerd end-to-end test: the test
+// containerd, this checkout's action and probe images (built on the
+// Docker engine) imported into it, and the engine on it.
+func setupContainerd(t *testing.T) (*containerdapi.Client, *containerd.Engine, string) {
+	t.Helper()
 	c := requireContainerd(t)
 	setup(t)
 	actionImg := cmp.Or(os.Getenv("E2E_CONTAINERD_ACTION_IMAGE"), actionImage)
 	importImages(t, actionImg, probeImage)
+	return c, containerd.New(c), actionImg
+}
+
+// TestContainerdResultDirMissing: a result file in a directory the host
+// lacks fails phase 1 (containerd makes no missing bind source), naming
+// the directory, and leaves nothing.
+func TestContainerdResultDirMissing(t *testing.T) {
+	c, eng, actionImg := setupContainerd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	eng := containerd.New(c)
 	missing := filepath.Join(t.TempDir(), "missing")
 	r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
 		name: "tinkerbell_cd-nodir_01JE2E" + randomHex(10), fails: true,
@@ -377,13 +381,9 @@ func TestContainerdResultDirMissing(t *testing.T) {
 // TestContainerdDryRun: the dry run prints the plan on containerd, the
 // containers' records with their specs, and creates nothing.
 func TestContainerdDryRun(t *testing.T) {
-	c := requireContainerd(t)
-	setup(t)
-	actionImg := cmp.Or(os.Getenv("E2E_CONTAINERD_ACTION_IMAGE"), actionImage)
-	importImages(t, actionImg, probeImage)
+	c, eng, actionImg := setupContainerd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	eng := containerd.New(c)
 	r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
 		name: "tinkerbell_cd-dry_01JE2E" + randomHex(10), dryRun: true, args: []string{"reboot"},
 		env: []string{"IMAGE=docker.io/library/" + probeImage, "WAITDAEMON_FALLBACK_COMMAND=[\"sh\"]"},
