@@ -211,7 +211,7 @@ func (c *Client) Pull(ctx context.Context, req PullRequest) error {
 		// every pull would leave its streams behind.
 		id := c.newID()
 		if _, err := c.LeaseCreate(ctx, id, c.now().Add(time.Hour)); err != nil {
-			return fmt.Errorf("pulling %s: %w", req.Ref, err)
+			return fmt.Errorf("pulling image %s: %w", req.Ref, err)
 		}
 		defer func() {
 			// Even when ctx has ended: a fresh, short context.
@@ -227,7 +227,7 @@ func (c *Client) Pull(ctx context.Context, req PullRequest) error {
 	if req.Auth != nil {
 		s, id, err := c.openSideStream(ctx)
 		if err != nil {
-			return fmt.Errorf("pulling %s: opening the credentials stream: %w", req.Ref, err)
+			return fmt.Errorf("pulling image %s: opening the credentials stream: %w", req.Ref, err)
 		}
 		defer s.Close()
 		src.Resolver.AuthStream = id
@@ -243,7 +243,7 @@ func (c *Client) Pull(ctx context.Context, req PullRequest) error {
 	if req.Progress != nil {
 		s, id, err := c.openSideStream(ctx)
 		if err != nil {
-			return fmt.Errorf("pulling %s: opening the progress stream: %w", req.Ref, err)
+			return fmt.Errorf("pulling image %s: opening the progress stream: %w", req.Ref, err)
 		}
 		defer s.Close()
 		treq.Options.ProgressStream = id
@@ -254,7 +254,7 @@ func (c *Client) Pull(ctx context.Context, req PullRequest) error {
 		}()
 	}
 	if err := c.call(ctx, transferTransfer, treq, &empty{}, callOptions{long: true}); err != nil {
-		return fmt.Errorf("pulling %s: %w", req.Ref, err)
+		return fmt.Errorf("pulling image %s: %w", req.Ref, err)
 	}
 	if progressDone != nil {
 		// The daemon ends the progress stream once the transfer is done:

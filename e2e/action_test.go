@@ -20,7 +20,7 @@ const maxLate = 150 * time.Millisecond
 // the user container received, the timing of its start, and that nothing
 // is left behind.
 func TestInheritance(t *testing.T) {
-	onEngines(t, testInheritance)
+	onDockerAPIs(t, testInheritance)
 }
 
 func testInheritance(t *testing.T, c *dockerapi.Client) {
@@ -138,7 +138,7 @@ func testInheritance(t *testing.T, c *dockerapi.Client) {
 			if exited.num("exit_code") != 0 || exited["kept"] != false {
 				t.Errorf("user container exit: %v, want 0 and removed", exited)
 			}
-			waitGone(t, c, r.ID, 5*time.Second)
+			waitGone(t, rigOf(c), r.ID, 5*time.Second)
 
 			p, ok := readProbe(t, out, "p")
 			if !ok {
@@ -250,7 +250,7 @@ func checkTiming(t *testing.T, r ran, started, exited map[string]any, wait int) 
 // non-zero is kept, named and labelled, with the action's settings, and
 // that the waiter's result carries its exit code and output.
 func TestFailingUserContainerIsKept(t *testing.T) {
-	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
 		e := engineOf(c)
 		out := t.TempDir()
 		r := runAction(t, c, tinkWorker, action{
@@ -299,14 +299,14 @@ func TestFailingUserContainerIsKept(t *testing.T) {
 		if err := c.ContainerRemove(ctx, kept.ID, dockerapi.RemoveOptions{Force: true, Volumes: true}); err != nil {
 			t.Fatal(err)
 		}
-		waitGone(t, c, r.ID, 5*time.Second)
+		waitGone(t, rigOf(c), r.ID, 5*time.Second)
 	})
 }
 
 // TestSignals: SIGTERM during the wait cancels (nothing starts, nothing
 // is left); after the start it leaves the user container running.
 func TestSignals(t *testing.T) {
-	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
 		ctx := testCtx(t)
 		stop := func(id string) {
 			t.Helper()
@@ -326,7 +326,7 @@ func TestSignals(t *testing.T) {
 			if d := time.Since(began); d > 5*time.Second {
 				t.Errorf("the waiter took %v to stop, want it to cancel at once", d)
 			}
-			waitGone(t, c, r.ID, 5*time.Second)
+			waitGone(t, rigOf(c), r.ID, 5*time.Second)
 			if _, ran := readProbe(t, out, "probe"); ran {
 				t.Error("the user container ran after the waiter was cancelled")
 			}

@@ -17,7 +17,7 @@ import (
 // TestBadInput checks that bad input fails the action with a message that
 // names the cause, and leaves no container behind.
 func TestBadInput(t *testing.T) {
-	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+	onEngines(t, func(t *testing.T, e rig) {
 		cases := []struct {
 			name     string
 			env      map[string]string
@@ -53,12 +53,12 @@ func TestBadInput(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				began := time.Now()
-				r := runAction(t, c, tinkAgent, action{name: "e2e bad " + tc.name, command: []string{"x"}, env: tc.env, noSocket: tc.noSocket})
+				r := e.run(t, tinkAgent, action{name: "e2e bad " + tc.name, command: []string{"x"}, env: tc.env, noSocket: tc.noSocket})
 				if r.ExitCode != tc.wantCode || !strings.Contains(r.Logs, tc.want) {
 					t.Errorf("exit %d, output:\n%s\nwant exit %d and %q", r.ExitCode, r.Logs, tc.wantCode, tc.want)
 				}
 				t.Logf("failed in %v", time.Since(began).Round(time.Millisecond))
-				waitGone(t, c, r.ID, time.Second)
+				waitGone(t, e, r.ID, time.Second)
 			})
 		}
 	})
@@ -80,7 +80,7 @@ func TestNotDockerSocket(t *testing.T) {
 		if r.ExitCode != 1 || !strings.Contains(r.Logs, want) {
 			t.Errorf("exit %d, output:\n%s\nwant exit 1 and %q", r.ExitCode, r.Logs, want)
 		}
-		waitGone(t, c, r.ID, time.Second)
+		waitGone(t, rigOf(c), r.ID, time.Second)
 	})
 }
 
@@ -88,7 +88,7 @@ func TestNotDockerSocket(t *testing.T) {
 // fails the action, as bad input, with nothing left. Only the waiter sees
 // the host's file, so phase 1 waits for its word.
 func TestUnwritableResultFile(t *testing.T) {
-	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+	onEngines(t, func(t *testing.T, e rig) {
 		isDir := t.TempDir()
 		if err := os.Mkdir(filepath.Join(isDir, "result.json"), 0o755); err != nil {
 			t.Fatal(err)
@@ -107,7 +107,7 @@ func TestUnwritableResultFile(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				out := t.TempDir()
-				r := runAction(t, c, tinkAgent, action{
+				r := e.run(t, tinkAgent, action{
 					name: "e2e result " + tc.name, command: []string{"x"}, volumes: []string{out + ":/out"},
 					env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "0", "WAITDAEMON_RESULT_FILE": tc.file},
 				})
@@ -115,7 +115,7 @@ func TestUnwritableResultFile(t *testing.T) {
 				if r.ExitCode != 2 || !strings.Contains(r.Logs, want) || !strings.Contains(r.Logs, tc.want) {
 					t.Errorf("exit %d, output:\n%s\nwant exit 2, %q and %q", r.ExitCode, r.Logs, want, tc.want)
 				}
-				waitGone(t, c, r.ID, 5*time.Second)
+				waitGone(t, e, r.ID, 5*time.Second)
 				if _, ran := readProbe(t, out, "probe"); ran {
 					t.Error("the user container ran")
 				}

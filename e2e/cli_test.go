@@ -11,7 +11,7 @@ import (
 // TestAPIVerbose is the curl-like trace, run as a container of the image
 // with the engine's socket, as an operator on a box without curl would.
 func TestAPIVerbose(t *testing.T) {
-	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
 		r := runAction(t, c, tinkAgent, action{name: "e2e api verbose", entrypoint: []string{"/waitdaemon", "api", "GET", "/containers/json", "--verbose"}})
 		if r.ExitCode != 0 {
 			t.Fatalf("api GET /containers/json: exit %d:\n%s", r.ExitCode, r.Logs)
@@ -44,7 +44,7 @@ func TestAPIVerbose(t *testing.T) {
 
 // TestVersion prints the binary's version and the engine's.
 func TestVersion(t *testing.T) {
-	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
 		r := runAction(t, c, tinkAgent, action{name: "e2e version", entrypoint: []string{"/waitdaemon", "version"}})
 		if r.ExitCode != 0 || !regexp.MustCompile(`(?m)^engine: linux \S+, API 1\.\d+ \(minimum 1\.\d+\), using 1\.\d+$`).MatchString(r.Logs) {
 			t.Errorf("version: exit %d, output %q", r.ExitCode, r.Logs)

@@ -82,6 +82,6 @@ func TestCredentialsStayWithTheirRegistry(t *testing.T) {
 		}
 		t.Logf("the fallback's registry was asked: %s", strings.Join(seen, "; "))
 		noSecret(t, map[string]string{"action's output": r.Logs}, registryPassword)
-		waitGone(t, c, r.ID, 5*time.Second)
+		waitGone(t, rigOf(c), r.ID, 5*time.Second)
 	})
 }

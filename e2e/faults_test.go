@@ -44,7 +44,7 @@ func succeeded(t *testing.T, c *dockerapi.Client, p *faultProxy, r ran, out stri
 	if _, ran := readProbe(t, out, "probe"); !ran {
 		t.Error("the user container did not run")
 	}
-	waitGone(t, c, r.ID, 10*time.Second)
+	waitGone(t, rigOf(c), r.ID, 10*time.Second)
 	return evs
 }
 
@@ -66,7 +66,7 @@ func waitedFor(t *testing.T, r ran, handed event, appears time.Time) {
 }
 
 func TestFaults(t *testing.T) {
-	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
 
 		t.Run("socket absent at first", func(t *testing.T) {
 			t.Parallel()
@@ -124,7 +124,7 @@ func TestFaults(t *testing.T) {
 			if n := p.count("POST /containers/create?name=tinkerbell_e2e_fault_500_e2e-waitdaemon-user"); n != 1 {
 				t.Errorf("the user create was sent %d times, want once:\n%s", n, strings.Join(p.log(), "\n"))
 			}
-			waitGone(t, c, r.ID, 5*time.Second)
+			waitGone(t, rigOf(c), r.ID, 5*time.Second)
 			if _, ran := readProbe(t, out, "probe"); ran {
 				t.Error("the user container ran")
 			}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,8 +51,16 @@ func setup(t *testing.T) *dockerapi.Client {
 // test runs on, and what it does differently, so that one test body
 // serves them all.
 type testEngine struct {
-	name  string
+	name string
+	// setup starts the engine, if the tests start it, and returns a
+	// client for its Docker API; containerd has none (openRig).
 	setup func(*testing.T) *dockerapi.Client
+	// containerd: the test containerd, with actions made as tink-agent's
+	// containerd runtime makes them.
+	containerd bool
+	// keepsWaiter: a successful action leaves its stopped waiter, for
+	// the next phase 1 to remove (containerd has no auto-remove).
+	keepsWaiter bool
 	// privileged: privileged containers start (Podman's and Docker 29's,
 	// with runc 1.4, do on these machines; Docker 20.10's cannot: a
 	// missing capability).
@@ -77,12 +84,25 @@ var engines = []testEngine{
 	{name: "docker", setup: setup, cgroupns: true, runtimeEnv: []string{"HOSTNAME", "HOME"}},
 	{name: "docker29", setup: setupDocker29, privileged: true, cgroupns: true, runtimeEnv: []string{"HOSTNAME", "HOME"}},
 	{name: "podman", setup: setupPodman, privileged: true, localhost: true, runtimeEnv: []string{"HOSTNAME", "HOME", "container"}, runtimeMounts: []string{"/run/.containerenv"}},
+	{name: "containerd", containerd: true, keepsWaiter: true},
 }
 
 // onEngines runs f on every engine of the table.
-func onEngines(t *testing.T, f func(t *testing.T, c *dockerapi.Client)) {
+func onEngines(t *testing.T, f func(t *testing.T, r rig)) {
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) { f(t, e.setup(t)) })
+		t.Run(e.name, func(t *testing.T) { f(t, openRig(t, e)) })
+	}
+}
+
+// onDockerAPIs runs f on every engine of the table that has Docker's API:
+// for what the tests read through that API alone (the create request a
+// dry run prints, inspected host settings, the engine's own faults).
+// TestContainerdEngine and its kin cover the same ground on containerd.
+func onDockerAPIs(t *testing.T, f func(t *testing.T, c *dockerapi.Client)) {
+	for _, e := range engines {
+		if e.setup != nil {
+			t.Run(e.name, func(t *testing.T) { f(t, e.setup(t)) })
+		}
 	}
 }
 
@@ -106,6 +126,11 @@ func engineOf(c *dockerapi.Client) testEngine {
 	case c.SocketPath() == docker29.socket:
 		name = "docker29"
 	}
+	return engineNamed(name)
+}
+
+// engineNamed is the row of the table called name.
+func engineNamed(name string) testEngine {
 	for _, e := range engines {
 		if e.name == name {
 			return e
@@ -156,6 +181,7 @@ type action struct {
 // ran is what the worker saw of an action.
 type ran struct {
 	ID         string
+	Name       string // the action container's
 	ExitCode   int
 	FinishedAt time.Time
 	Logs       string
@@ -227,7 +253,7 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 	if err := c.ContainerRemove(ctx, created.ID, dockerapi.RemoveOptions{Force: true, Volumes: true}); err != nil {
 		t.Fatalf("worker: %v", err)
 	}
-	return ran{ID: created.ID, ExitCode: res.StatusCode, FinishedAt: finished, Logs: out.String()}
+	return ran{ID: created.ID, Name: name, ExitCode: res.StatusCode, FinishedAt: finished, Logs: out.String()}
 }
 
 // clearName removes the container called name, if there is one, and all
@@ -308,31 +334,6 @@ func followWaiter(t *testing.T, c *dockerapi.Client, actionID string) []event {
 		t.Fatalf("following the waiter: %v", err)
 	}
 	return events(out.String())
-}
-
-// waitGone waits until no container of action id remains, and fails the
-// test when one is still there after limit.
-func waitGone(t *testing.T, c *dockerapi.Client, actionID string, limit time.Duration) {
-	t.Helper()
-	ctx := testCtx(t)
-	deadline := time.Now().Add(limit)
-	for {
-		list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+actionID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(list) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			var names []string
-			for _, l := range list {
-				names = append(names, fmt.Sprintf("%s (%s)", l.Names, l.State))
-			}
-			t.Fatalf("containers left behind after %s: %s", limit, strings.Join(names, ", "))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // probeReport is what the probe recorded.

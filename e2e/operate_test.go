@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/phase"
 )
 
 // TestRetriesThenFallback: a user container that keeps failing is re-run
 // WAITDAEMON_RETRIES times, then the fallback runs once; every attempt is
 // in the result line and in the result file.
 func TestRetriesThenFallback(t *testing.T) {
-	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+	onEngines(t, func(t *testing.T, e rig) {
 		out := t.TempDir()
-		r := runAction(t, c, tinkWorker, action{
+		r := e.run(t, tinkWorker, action{
 			name:    "e2e retries",
 			command: []string{"--exit=3"},
 			env: map[string]string{
@@ -31,7 +32,7 @@ func TestRetriesThenFallback(t *testing.T) {
 		if r.ExitCode != 0 {
 			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
 		}
-		evs := followWaiter(t, c, r.ID)
+		evs := e.waiter(t, r.ID)
 		line, ok := find(evs, "result")
 		if !ok {
 			t.Fatalf("no result line: %v", evs)
@@ -59,7 +60,7 @@ func TestRetriesThenFallback(t *testing.T) {
 		if err := json.Unmarshal(data, &res); err != nil {
 			t.Fatalf("result file: %v\n%s", err, data)
 		}
-		if len(res.Attempts) != 3 || res.ExitCode != 3 || res.Fallback == nil || res.Fallback.ExitCode != 0 || res.BootID == "" || res.Action != "action_e2e_retries" {
+		if len(res.Attempts) != 3 || res.ExitCode != 3 || res.Fallback == nil || res.Fallback.ExitCode != 0 || res.BootID == "" || res.Action != r.Name {
 			t.Fatalf("result file = %s\nwant 3 attempts exiting 3, then a fallback exiting 0, with the boot ID", data)
 		}
 		for i, a := range res.Attempts {
@@ -73,13 +74,11 @@ func TestRetriesThenFallback(t *testing.T) {
 		if attempts, _ := line["attempts"].([]any); len(attempts) != 3 {
 			t.Errorf("the result line has %d attempts, want 3: %v", len(attempts), line)
 		}
-		ctx := testCtx(t)
-		if _, err := c.ContainerInspect(ctx, "action_e2e_retries-waitdaemon-fallback"); err == nil {
+		if roleOf(t, e, r.ID, "fallback") != "" {
 			t.Error("the fallback that succeeded was kept")
 		}
-		kept, err := c.ContainerInspect(ctx, "action_e2e_retries-waitdaemon-user")
-		if err != nil || kept.State.ExitCode != 3 {
-			t.Errorf("the failed user container was not kept: %v", err)
+		if kept := roleOf(t, e, r.ID, "user"); kept == "" || e.exitCode(t, kept) != 3 {
+			t.Errorf("the failed user container was not kept (%q)", kept)
 		}
 	})
 }
@@ -87,9 +86,9 @@ func TestRetriesThenFallback(t *testing.T) {
 // TestRetrySucceeds: a user container that fails once and then succeeds
 // is not followed by the fallback, and nothing is left.
 func TestRetrySucceeds(t *testing.T) {
-	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+	onEngines(t, func(t *testing.T, e rig) {
 		out := t.TempDir()
-		r := runAction(t, c, tinkAgent, action{
+		r := e.run(t, tinkAgent, action{
 			name:    "e2e retry ok",
 			command: []string{"--fail-times=1"},
 			env: map[string]string{
@@ -101,7 +100,7 @@ func TestRetrySucceeds(t *testing.T) {
 		if r.ExitCode != 0 {
 			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
 		}
-		evs := followWaiter(t, c, r.ID)
+		evs := e.waiter(t, r.ID)
 		res, ok := find(evs, "result")
 		attempts, _ := res["attempts"].([]any)
 		if !ok || res.num("exit_code") != 0 || len(attempts) != 2 || res["fallback"] != nil {
@@ -110,13 +109,13 @@ func TestRetrySucceeds(t *testing.T) {
 		if _, ran := find(evs, "fallback exited"); ran {
 			t.Error("the fallback ran although a retry succeeded")
 		}
-		waitGone(t, c, r.ID, 5*time.Second)
+		waitDone(t, e, r.ID, 5*time.Second)
 	})
 }
 
 // TestDryRun prints the plan and creates nothing.
 func TestDryRun(t *testing.T) {
-	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
 		r := runAction(t, c, tinkWorker, action{
 			name:    "e2e dry run",
 			command: []string{"reboot"},
@@ -150,7 +149,7 @@ func TestDryRun(t *testing.T) {
 		if strings.Contains(r.Logs, "user-s3cret") || !slices.Contains(plan.User.Create.Env, "DB_PASSWORD=<redacted>") {
 			t.Errorf("the plan shows the user's DB_PASSWORD, or leaves it out: env %q", plan.User.Create.Env)
 		}
-		waitGone(t, c, r.ID, 0)
+		waitGone(t, rigOf(c), r.ID, 0)
 		ctx := testCtx(t)
 		for _, n := range []string{"user", "waiter"} {
 			if _, err := c.ContainerInspect(ctx, "action_e2e_dry_run-waitdaemon-"+n); err == nil {
@@ -165,7 +164,7 @@ func TestDryRun(t *testing.T) {
 // container what the action would do, from that container's settings,
 // and creates nothing.
 func TestPlanContainer(t *testing.T) {
-	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
 		ctx := testCtx(t)
 		target, err := c.ContainerCreate(ctx, "e2e_plan_target", dockerapi.CreateRequest{
 			Config: dockerapi.Config{
@@ -223,44 +222,55 @@ func TestPlanContainer(t *testing.T) {
 // ends with exactly one waiter, and a failed user container kept from an
 // earlier run does not block the next.
 func TestRerun(t *testing.T) {
-	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+	onEngines(t, func(t *testing.T, e rig) {
 		ctx := testCtx(t)
 		out := t.TempDir()
 		a := action{name: "e2e rerun", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "30"}, volumes: []string{out + ":/out"}}
-		first := runAction(t, c, tinkWorker, a)
+		first := e.run(t, tinkWorker, a)
 		if first.ExitCode != 0 {
 			t.Fatalf("the first run exited %d:\n%s", first.ExitCode, first.Logs)
 		}
 		a.env["WAIT_SECONDS"] = "1"
-		second := runAction(t, c, tinkWorker, a)
-		if second.ExitCode != 0 || !strings.Contains(second.Logs, `"msg":"removed an earlier run's container","name":"action_e2e_rerun-waitdaemon-waiter"`) {
-			t.Fatalf("the second run exited %d, want 0 and the earlier waiter removed:\n%s", second.ExitCode, second.Logs)
+		second := e.run(t, tinkWorker, a)
+		removed := `"msg":"removed an earlier run's container","name":"` + second.Name + `-waitdaemon-waiter"`
+		if second.ExitCode != 0 || !strings.Contains(second.Logs, removed) {
+			t.Fatalf("the second run exited %d, want 0 and the earlier waiter removed (%s):\n%s", second.ExitCode, removed, second.Logs)
 		}
-		waiters, err := c.ContainerList(ctx, "org.waitdaemon.action=action_e2e_rerun", "org.waitdaemon.role=waiter")
-		if err != nil || len(waiters) != 1 || waiters[0].Labels["org.waitdaemon.action-id"] != second.ID {
-			t.Fatalf("waiters for the action: %+v (%v), want exactly the second run's", waiters, err)
+		list, err := e.engine().List(ctx, phase.LabelAction, second.Name)
+		var waiters []string
+		for _, l := range list {
+			if l.Labels[phase.LabelRole] == phase.RoleWaiter {
+				waiters = append(waiters, l.Labels[phase.LabelActionID])
+			}
 		}
-		followWaiter(t, c, second.ID)
-		waitGone(t, c, second.ID, 5*time.Second)
-		waitGone(t, c, first.ID, 0)
+		if err != nil || len(waiters) != 1 || waiters[0] != second.ID {
+			t.Fatalf("the waiters of the action are those of actions %q (%v), want exactly the second run's", waiters, err)
+		}
+		e.waiter(t, second.ID)
+		waitDone(t, e, second.ID, 5*time.Second)
+		waitGone(t, e, first.ID, 0)
 
 		// A kept failure, then a new run.
 		a.env["PROBE_EXIT"] = "3"
-		failed := runAction(t, c, tinkWorker, a)
-		followWaiter(t, c, failed.ID)
+		failed := e.run(t, tinkWorker, a)
+		e.waiter(t, failed.ID)
+		kept := roleOf(t, e, failed.ID, phase.RoleUser)
 		delete(a.env, "PROBE_EXIT")
-		again := runAction(t, c, tinkWorker, a)
+		again := e.run(t, tinkWorker, a)
 		if again.ExitCode != 0 {
 			t.Fatalf("a run after a kept failure exited %d:\n%s", again.ExitCode, again.Logs)
 		}
-		keptName := "action_e2e_rerun-waitdaemon-user-" + failed.ID[:12]
-		if kept, err := c.ContainerInspect(ctx, keptName); err != nil || kept.State.ExitCode != 3 {
-			t.Errorf("the earlier failure was not kept as %s: %v", keptName, err)
+		// Kept under a name of its own (containerd IDs are not renamed:
+		// only the name in the label is).
+		keptName := again.Name + "-waitdaemon-user-" + failed.ID[:12]
+		left := settled(t, e.engine(), failed.ID, 5*time.Second, phase.RoleUser)
+		if kept == "" || len(left) != 1 || left[0].ID != kept || left[0].Name != keptName || e.exitCode(t, kept) != 3 {
+			t.Errorf("the earlier failure %q is %+v, want it kept as %s, exit 3", kept, left, keptName)
 		}
-		res, _ := find(followWaiter(t, c, again.ID), "result")
+		res, _ := find(e.waiter(t, again.ID), "result")
 		if res.num("exit_code") != 0 {
 			t.Errorf("the new run's result = %v, want exit 0", res)
 		}
-		waitGone(t, c, again.ID, 5*time.Second)
+		waitDone(t, e, again.ID, 5*time.Second)
 	})
 }

@@ -338,7 +338,7 @@ func TestPodmanPlan(t *testing.T) {
 	if !plan.Waiter.Create.HostConfig.AutoRemove || plan.Waiter.Create.HostConfig.NetworkMode != "host" {
 		t.Errorf("waiter: AutoRemove %v, NetworkMode %q", plan.Waiter.Create.HostConfig.AutoRemove, plan.Waiter.Create.HostConfig.NetworkMode)
 	}
-	waitGone(t, c, r.ID, time.Second)
+	waitGone(t, rigOf(c), r.ID, time.Second)
 }
 
 // followPodmanWaiter returns the waiter's output, read from its log file

@@ -341,7 +341,7 @@ func ranOK(t *testing.T, c *dockerapi.Client, r ran, out string) (waiterOut, rep
 	if !ok || exited.num("exit_code") != 0 {
 		t.Errorf("the waiter did not log the user container's exit with code 0:\n%s", waiterOut)
 	}
-	waitGone(t, c, r.ID, 5*time.Second)
+	waitGone(t, rigOf(c), r.ID, 5*time.Second)
 	if _, ok := readProbe(t, out, "probe"); !ok {
 		t.Fatalf("the user container did not run: no probe report\nwaiter:\n%s", waiterOut)
 	}
@@ -445,7 +445,7 @@ func TestRegistryAuth(t *testing.T) {
 				t.Errorf("exit %d, output:\n%s\nwant exit 1, \"pulling image %s\" and the engine's reason, a refused login", r.ExitCode, r.Logs, ref)
 			}
 			noSecret(t, map[string]string{"action's output": r.Logs}, "not-"+registryPassword)
-			waitGone(t, c, r.ID, 2*time.Second)
+			waitGone(t, rigOf(c), r.ID, 2*time.Second)
 		})
 
 		t.Run("no credentials", func(t *testing.T) {
@@ -456,7 +456,7 @@ func TestRegistryAuth(t *testing.T) {
 			if r.ExitCode != 1 || !strings.Contains(r.Logs, "pulling image "+ref) || !refused.MatchString(r.Logs) {
 				t.Errorf("exit %d, output:\n%s\nwant exit 1, \"pulling image %s\" and the engine's reason, a refused login", r.ExitCode, r.Logs, ref)
 			}
-			waitGone(t, c, r.ID, 2*time.Second)
+			waitGone(t, rigOf(c), r.ID, 2*time.Second)
 		})
 
 		configJSON := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, addr, authB64)
@@ -557,7 +557,7 @@ func TestPullPolicy(t *testing.T) {
 			if imagePresent(t, c, ref) {
 				t.Errorf("%s was pulled under WAITDAEMON_PULL_POLICY=never", ref)
 			}
-			waitGone(t, c, r.ID, 2*time.Second)
+			waitGone(t, rigOf(c), r.ID, 2*time.Second)
 		})
 
 		t.Run("bogus policy", func(t *testing.T) {
@@ -566,7 +566,7 @@ func TestPullPolicy(t *testing.T) {
 			if r.ExitCode != 2 || !strings.Contains(r.Logs, want) {
 				t.Errorf("exit %d, output:\n%s\nwant exit 2 and %q", r.ExitCode, r.Logs, want)
 			}
-			waitGone(t, c, r.ID, time.Second)
+			waitGone(t, rigOf(c), r.ID, time.Second)
 		})
 	})
 }

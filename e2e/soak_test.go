@@ -12,7 +12,7 @@ import (
 // TestSoak runs 100 actions in a row with no wait; they must leave no
 // container and no volume behind.
 func TestSoak(t *testing.T) {
-	onEngines(t, func(t *testing.T, c *dockerapi.Client) {
+	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
 		volumesBefore := countVolumes(t, c)
 		began := time.Now()
 		const runs = 100
@@ -25,7 +25,7 @@ func TestSoak(t *testing.T) {
 			if r.ExitCode != 0 {
 				t.Fatalf("run %d exited %d:\n%s", i, r.ExitCode, r.Logs)
 			}
-			waitGone(t, c, r.ID, 10*time.Second)
+			waitGone(t, rigOf(c), r.ID, 10*time.Second)
 		}
 		t.Logf("%d actions in %v", runs, time.Since(began).Round(time.Millisecond))
 		ctx := testCtx(t) // after the runs, which may outlast one

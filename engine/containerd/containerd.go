@@ -412,7 +412,7 @@ func (e *Engine) Pull(ctx context.Context, ref imageref.Ref, auth *engine.Auth, 
 		if verr == nil {
 			version = v.Version
 		}
-		return fmt.Errorf("pulling %s: containerd %s cannot pull for a client (its Transfer service came with 2.0): pull the image on the host first, or upgrade containerd: %w", ref, version, err)
+		return fmt.Errorf("pulling image %s: containerd %s cannot pull for a client (its Transfer service came with 2.0): pull the image on the host first, or upgrade containerd: %w", ref, version, err)
 	}
 	return err
 }
