@@ -71,6 +71,11 @@ type cdAction struct {
 	args    []string // the action's command
 	env     []string // the action's environment, besides PATH
 	volumes [][2]string
+	// socket, when set, is a host directory bound at /run/containerd in
+	// place of the test containerd's socket: the action (and its waiter,
+	// which binds the socket's directory) reach the daemon through
+	// whatever listens there, if anything does yet.
+	socket  string
 	private bool   // pid and network namespaces of its own, else the host's
 	dryRun  bool   // WAITDAEMON_DRY_RUN: no hand-off, no result
 	fails   bool   // phase 1 fails: no hand-off
@@ -135,9 +140,13 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 	if a.dryRun {
 		env = append(env, "WAITDAEMON_DRY_RUN=true")
 	}
+	socket := [2]string{containerdSocket, containerdapi.DefaultSocket}
+	if a.socket != "" {
+		socket = [2]string{a.socket, filepath.Dir(containerdapi.DefaultSocket)}
+	}
 	action := tinkagent.Action{
 		ID: id, Name: a.name, Image: "docker.io/library/" + actionImg, Args: a.args, Env: env,
-		Volumes: append([][2]string{{containerdSocket, containerdapi.DefaultSocket}}, a.volumes...),
+		Volumes: append([][2]string{socket}, a.volumes...),
 		Etc:     etc, Private: a.private, Log: filepath.Join(t.TempDir(), "action.log"),
 	}
 	if err := tinkagent.Create(ctx, c, action); err != nil {
