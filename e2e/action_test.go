@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"math"
 	"os"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/phase"
 )
 
 // maxLate is how far the waiter's start request may be from the action's
@@ -306,84 +306,56 @@ func TestFailingUserContainerIsKept(t *testing.T) {
 // TestSignals: SIGTERM during the wait cancels (nothing starts, nothing
 // is left); after the start it leaves the user container running.
 func TestSignals(t *testing.T) {
-	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
-		ctx := testCtx(t)
-		stop := func(id string) {
-			t.Helper()
-			if _, err := c.Raw(ctx, "POST", "/containers/"+id+"/stop?t=10", nil); err != nil {
-				t.Fatalf("stopping the waiter: %v", err)
-			}
-		}
+	onEngines(t, func(t *testing.T, e rig) {
 		t.Run("during the wait", func(t *testing.T) {
 			out := t.TempDir()
-			r := runAction(t, c, tinkWorker, action{name: "e2e sigterm wait", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "30"}, volumes: []string{out + ":/out"}})
+			r := e.run(t, tinkWorker, action{name: "e2e sigterm wait", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "30"}, volumes: []string{out + ":/out"}})
 			if r.ExitCode != 0 {
 				t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
 			}
-			waiter := findRole(t, c, r.ID, "waiter")
+			waiter := findRole(t, e, r.ID, phase.RoleWaiter)
 			began := time.Now()
-			stop(waiter)
+			e.stop(t, waiter)
 			if d := time.Since(began); d > 5*time.Second {
 				t.Errorf("the waiter took %v to stop, want it to cancel at once", d)
 			}
-			waitGone(t, rigOf(c), r.ID, 5*time.Second)
+			waitDone(t, e, r.ID, 5*time.Second)
 			if _, ran := readProbe(t, out, "probe"); ran {
 				t.Error("the user container ran after the waiter was cancelled")
 			}
 		})
 		t.Run("after the start", func(t *testing.T) {
-			r := runAction(t, c, tinkWorker, action{name: "e2e sigterm run", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "0", "PROBE_SLEEP": "30"}})
+			r := e.run(t, tinkWorker, action{name: "e2e sigterm run", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "0", "PROBE_SLEEP": "30"}})
 			if r.ExitCode != 0 {
 				t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
 			}
-			user := findRole(t, c, r.ID, "user")
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				u, err := c.ContainerInspect(ctx, user)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if u.State.Running {
-					break
-				}
+			user := findRole(t, e, r.ID, phase.RoleUser)
+			for deadline := time.Now().Add(10 * time.Second); !running(t, e, r.ID, user); time.Sleep(50 * time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatalf("the user container never started: %+v", u.State)
+					t.Fatal("the user container never started")
 				}
-				time.Sleep(50 * time.Millisecond)
 			}
-			stop(findRole(t, c, r.ID, "waiter"))
-			u, err := c.ContainerInspect(ctx, user)
-			if err != nil || !u.State.Running {
-				t.Fatalf("after SIGTERM to the waiter, the user container is %+v (%v), want it running", u.State, err)
+			waiter := findRole(t, e, r.ID, phase.RoleWaiter)
+			e.stop(t, waiter)
+			if !running(t, e, r.ID, user) {
+				t.Fatal("after SIGTERM to the waiter, the user container no longer runs, want it running")
 			}
-			deadline = time.Now().Add(5 * time.Second)
-			for findRoleMaybe(t, c, r.ID, "waiter") != "" {
+			for deadline := time.Now().Add(5 * time.Second); running(t, e, r.ID, waiter); time.Sleep(50 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatal("the waiter outlived its SIGTERM")
 				}
-				time.Sleep(50 * time.Millisecond)
 			}
 		})
 	})
 }
 
-func findRole(t *testing.T, c *dockerapi.Client, actionID, role string) string {
+// findRole is the ID of action actionID's container of role, which must
+// be there.
+func findRole(t *testing.T, e rig, actionID, role string) string {
 	t.Helper()
-	id := findRoleMaybe(t, c, actionID, role)
+	id := roleOf(t, e, actionID, role)
 	if id == "" {
 		t.Fatalf("no %s container for action %s", role, actionID[:12])
 	}
 	return id
-}
-
-func findRoleMaybe(t *testing.T, c *dockerapi.Client, actionID, role string) string {
-	t.Helper()
-	list, err := c.ContainerList(context.Background(), "org.waitdaemon.action-id="+actionID, "org.waitdaemon.role="+role)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(list) == 0 {
-		return ""
-	}
-	return list[0].ID
 }

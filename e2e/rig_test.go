@@ -198,10 +198,7 @@ func (r containerdRig) agentRun(t *testing.T, ctx context.Context, a tinkagent.A
 func (r containerdRig) waiter(t *testing.T, actionID string) []event {
 	t.Helper()
 	ctx := testCtx(t)
-	id := r.roleOf(t, actionID, phase.RoleWaiter)
-	if id == "" {
-		t.Fatalf("no waiter for action %s", actionID[:12])
-	}
+	id := findRole(t, r, actionID, phase.RoleWaiter)
 	if _, err := r.c.TaskWait(ctx, id); err != nil && !errors.Is(err, containerdapi.ErrNotFound) {
 		t.Fatalf("waiting for the waiter: %v", err)
 	}
@@ -210,21 +207,6 @@ func (r containerdRig) waiter(t *testing.T, actionID string) []event {
 		t.Fatalf("the waiter's output: %v", err)
 	}
 	return events(string(out))
-}
-
-// roleOf is the ID of action id's container of role, or "".
-func (r containerdRig) roleOf(t *testing.T, actionID, role string) string {
-	t.Helper()
-	list, err := r.eng.List(testCtx(t), phase.LabelActionID, actionID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range list {
-		if l.Labels[phase.LabelRole] == role {
-			return l.ID
-		}
-	}
-	return ""
 }
 
 func (r containerdRig) stop(t *testing.T, id string) {

@@ -3,21 +3,30 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/engine/containerd"
 )
 
 // TestSoak runs 100 actions in a row with no wait; they must leave no
-// container and no volume behind.
+// container and no volume behind: on containerd, at most the last
+// action's stopped waiter (each phase 1 removes the one before), and no
+// output files but its.
 func TestSoak(t *testing.T) {
-	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
-		volumesBefore := countVolumes(t, c)
+	onEngines(t, func(t *testing.T, e rig) {
+		d, docker := e.(dockerRig)
+		var volumesBefore int
+		if docker {
+			volumesBefore = countVolumes(t, d.c)
+		}
 		began := time.Now()
 		const runs = 100
+		var ids []string
 		for i := range runs {
-			r := runAction(t, c, tinkWorker, action{
+			r := e.run(t, tinkWorker, action{
 				name:    fmt.Sprintf("e2e soak %d", i),
 				command: []string{"soak"},
 				env:     map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "0"},
@@ -25,16 +34,22 @@ func TestSoak(t *testing.T) {
 			if r.ExitCode != 0 {
 				t.Fatalf("run %d exited %d:\n%s", i, r.ExitCode, r.Logs)
 			}
-			waitGone(t, rigOf(c), r.ID, 10*time.Second)
+			waitDone(t, e, r.ID, 10*time.Second)
+			ids = append(ids, r.ID)
 		}
 		t.Logf("%d actions in %v", runs, time.Since(began).Round(time.Millisecond))
-		ctx := testCtx(t) // after the runs, which may outlast one
-		list, err := c.ContainerList(ctx, "org.waitdaemon.action")
-		if err != nil || len(list) != 0 {
-			t.Errorf("containers left by waitdaemon: %d (%v)", len(list), err)
+		for _, id := range ids[:runs-1] {
+			waitGone(t, e, id, 0)
 		}
-		if after := countVolumes(t, c); after != volumesBefore {
-			t.Errorf("volumes: %d before, %d after", volumesBefore, after)
+		waitDone(t, e, ids[runs-1], 0)
+		if docker {
+			if after := countVolumes(t, d.c); after != volumesBefore {
+				t.Errorf("volumes: %d before, %d after", volumesBefore, after)
+			}
+			return
+		}
+		if dirs, _ := filepath.Glob(filepath.Join(containerd.DefaultLogDir, "tinkerbell_e2e_soak_*")); len(dirs) > 1 {
+			t.Errorf("output directories left on the host: %d, want the last waiter's alone: %q", len(dirs), dirs)
 		}
 	})
 }
