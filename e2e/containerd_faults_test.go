@@ -22,7 +22,9 @@ import (
 // waitdaemon (both phases) and the test containerd, and checks each
 // outcome: the action hands off and exits 0, the user container runs
 // once and succeeds, nothing is left but the stopped waiter, and the
-// proxy saw the fault happen as intended.
+// proxy saw the fault happen as intended. The faults run one after
+// another: each action's phase 1 removes the stopped waiters of other
+// actions, and would take another fault's from under its check.
 func TestContainerdFaults(t *testing.T) {
 	c, eng, actionImg := setupContainerd(t)
 
@@ -42,10 +44,10 @@ func TestContainerdFaults(t *testing.T) {
 	succeeded := func(t *testing.T, ctx context.Context, p *grpcFaultProxy, r cdRun, out string) {
 		t.Helper()
 		if a := r.result.Attempts; r.result.ExitCode != 0 || len(a) != 1 || a[0].ExitCode != 0 {
-			t.Errorf("result %+v, want one run that exited 0\nphase 1:\n%s\nproxy:\n%s", r.result, r.phase1, p.log())
+			t.Errorf("result %+v, want one run that exited 0\nphase 1:\n%s", r.result, r.phase1)
 		}
 		if _, ran := readProbe(t, out, "probe"); !ran {
-			t.Errorf("the user container did not run\nproxy:\n%s", p.log())
+			t.Error("the user container did not run")
 		}
 		leftOver(t, ctx, eng, r.id, "waiter stopped")
 	}
@@ -56,7 +58,6 @@ func TestContainerdFaults(t *testing.T) {
 	}
 
 	t.Run("socket absent at first", func(t *testing.T) {
-		t.Parallel()
 		ctx := ctxFor(t)
 		p := newGRPCFaultProxy(t)
 		// The action is made and started within a second or so: the
@@ -80,12 +81,11 @@ func TestContainerdFaults(t *testing.T) {
 				began.Format(time.StampMilli), at.Format(time.StampMilli), appears.Format(time.StampMilli))
 		}
 		if !strings.HasPrefix(p.log(), "-- listening\nVersion/Version: OK\n") {
-			t.Errorf("the proxy's log, want it to begin with its listen, then phase 1's first call:\n%s", p.log())
+			t.Error("the proxy's log does not begin with its listen, then phase 1's first call")
 		}
 	})
 
 	t.Run("UNAVAILABLE, then success", func(t *testing.T) {
-		t.Parallel()
 		ctx := ctxFor(t)
 		p := newGRPCFaultProxy(t)
 		p.add(&grpcFault{method: "Containers/Get", times: 2, kind: unavailable})
@@ -97,13 +97,12 @@ func TestContainerdFaults(t *testing.T) {
 		gets := p.count(`^Containers/Get \S+: Unavailable \(fault\)$`)
 		creates, created := p.count(`^Containers/Create `+userID.String()+`: Unavailable \(fault\)$`), p.count(`^Containers/Create `+userID.String()+`: OK$`)
 		if gets != 2 || creates != 2 || created != 1 {
-			t.Errorf("Containers/Get: %d answered UNAVAILABLE; the user container's create: %d UNAVAILABLE, %d OK; want 2, then 2 and 1:\n%s",
-				gets, creates, created, p.log())
+			t.Errorf("Containers/Get: %d answered UNAVAILABLE; the user container's create: %d UNAVAILABLE, %d OK; want 2, then 2 and 1",
+				gets, creates, created)
 		}
 	})
 
 	t.Run("a create whose answer is lost", func(t *testing.T) {
-		t.Parallel()
 		ctx := ctxFor(t)
 		p := newGRPCFaultProxy(t)
 		p.add(&grpcFault{method: "Containers/Create", subject: userID, times: 1, kind: lostAnswer})
@@ -115,7 +114,7 @@ func TestContainerdFaults(t *testing.T) {
 		// retry and adopted: its one task made and started once.
 		lost := regexp.MustCompile(`(?m)^Containers/Create (` + userID.String() + `): OK from containerd, answer lost \(fault\)$`).FindStringSubmatch(p.log())
 		if lost == nil {
-			t.Fatalf("the proxy lost no answer to the user container's create:\n%s", p.log())
+			t.Fatal("the proxy lost no answer to the user container's create")
 		}
 		id := regexp.QuoteMeta(lost[1])
 		checks := []struct {
@@ -130,7 +129,7 @@ func TestContainerdFaults(t *testing.T) {
 		}
 		for _, c := range checks {
 			if n := p.count(c.re); n != c.want {
-				t.Errorf("%d calls match %s, want %d:\n%s", n, c.re, c.want, p.log())
+				t.Errorf("%d calls match %s, want %d", n, c.re, c.want)
 			}
 		}
 	})
@@ -165,17 +164,15 @@ func TestContainerdFaults(t *testing.T) {
 		succeeded(t, ctx, p, r, out)
 		pull := `^Transfer/Transfer ` + regexp.QuoteMeta(ref) + `: `
 		if n, done := p.count(pull+broken+` \(fault\)$`), p.count(pull+`OK$`); n != 1 || done != 1 || p.count(pull) != 2 {
-			t.Errorf("pulls: %d %s, %d done; want one of each, and no other:\n%s", n, broken, done, p.log())
+			t.Errorf("pulls: %d %s, %d done; want one of each, and no other", n, broken, done)
 		}
 	}
 
 	t.Run("a pull broken on its way", func(t *testing.T) {
-		t.Parallel()
 		pulled(t, resetUnsent, "hung up")
 	})
 
 	t.Run("a pull whose answer is lost", func(t *testing.T) {
-		t.Parallel()
 		t.Skip("fails: containerdapi.Pull retries the Transfer call with the same progress stream ID, " +
 			"which containerd closed and forgot when the first transfer ended: the retry is answered NotFound")
 		pulled(t, lostAnswer, "OK from containerd, answer lost")
@@ -186,10 +183,15 @@ func TestContainerdFaults(t *testing.T) {
 var userID = regexp.MustCompile(`\S+-waitdaemon-user-[0-9a-f]{8}`)
 
 // TestContainerdRestart restarts the test containerd (the daemon alone:
-// its tasks live on in their shims) while the waiter waits for the user
-// container. The waiter must notice, ask again once the daemon is back,
-// and report the run's real end. It stops the daemon every other test
-// uses, so it never runs in parallel, and it leaves the daemon running.
+// its tasks live on in their shims) twice while the waiter waits for the
+// user container, which sleeps through both. At the first, as the wait
+// begins, the client's own retry carries the wait over to the new
+// daemon. The second comes once the wait is older than the waiter's
+// client waits for a daemon (containerd.WaiterWaitForEngine): the call
+// fails, and the waiter must say so and ask again. Either way the result
+// is the run's real end. It stops the daemon every other test uses, so
+// it never runs in parallel, and it leaves the daemon running. It takes
+// over a minute.
 func TestContainerdRestart(t *testing.T) {
 	c, eng, actionImg := setupContainerd(t)
 	t.Cleanup(func() {
@@ -200,37 +202,47 @@ func TestContainerdRestart(t *testing.T) {
 			t.Errorf("the test containerd does not answer, and would not start again: %v\n%s", err, out)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	out := t.TempDir()
 	name := "tinkerbell_cd-restart_01JE2E" + randomHex(10)
+	// The second restart is this long after the user container started;
+	// the user container sleeps a little longer, to be running still.
+	second := containerd.WaiterWaitForEngine + 3*time.Second
+	sleep := second + 5*time.Second
 
-	// Once the user container runs (the probe's report is its first
-	// act; then it sleeps), the daemon goes down and comes back.
 	stop := make(chan struct{})
 	finished := make(chan struct{})
 	var restartErr error
+	var restarts []string // when each restart happened, for the failure message
 	go func() {
 		defer close(finished)
 		restartErr = func() error {
-			for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-				select {
-				case <-stop:
-					return errors.New("the test ended first")
-				default:
-				}
+			// The probe's report is its first act; then it sleeps.
+			var started time.Time
+			for deadline := time.Now().Add(time.Minute); started.IsZero(); time.Sleep(100 * time.Millisecond) {
 				if _, err := os.Stat(filepath.Join(out, "probe.json")); err == nil {
-					break
+					started = time.Now()
 				}
 				if time.Now().After(deadline) {
 					return errors.New("the user container did not start within a minute")
 				}
 			}
-			if err := stopContainerd(); err != nil {
-				return err
-			}
-			if out, err := startContainerd(); err != nil {
-				return fmt.Errorf("%w\n%s", err, out)
+			for _, at := range []time.Duration{0, second} {
+				select {
+				case <-stop:
+					return errors.New("the test ended first")
+				case <-time.After(time.Until(started.Add(at))):
+				}
+				if err := stopContainerd(); err != nil {
+					return err
+				}
+				down := time.Now()
+				if out, err := startContainerd(); err != nil {
+					return fmt.Errorf("%w\n%s", err, out)
+				}
+				restarts = append(restarts, fmt.Sprintf("stopped by +%v, answering again by +%v after the user container started",
+					down.Sub(started).Round(time.Millisecond), time.Since(started).Round(time.Millisecond)))
 			}
 			return nil
 		}()
@@ -239,15 +251,16 @@ func TestContainerdRestart(t *testing.T) {
 
 	start := time.Now()
 	r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
-		name:    name,
-		env:     []string{"IMAGE=docker.io/library/" + probeImage, "WAIT_SECONDS=1", "PROBE_SLEEP=6"},
-		volumes: [][2]string{{out, "/out"}},
+		name:       name,
+		env:        []string{"IMAGE=docker.io/library/" + probeImage, "WAIT_SECONDS=1", fmt.Sprintf("PROBE_SLEEP=%d", int(sleep.Seconds()))},
+		volumes:    [][2]string{{out, "/out"}},
+		resultWait: sleep + time.Minute,
 	})
 	<-finished
 	if restartErr != nil {
 		t.Fatalf("restarting containerd: %v", restartErr)
 	}
-	t.Logf("the run took %v, containerd restarted in it", time.Since(start).Round(time.Millisecond))
+	t.Logf("the run took %v; containerd restarted: %s", time.Since(start).Round(time.Millisecond), strings.Join(restarts, "; "))
 	if a := r.result.Attempts; r.result.ExitCode != 0 || len(a) != 1 || a[0].ExitCode != 0 {
 		t.Errorf("result %+v, want one run that exited 0\nphase 1:\n%s", r.result, r.phase1)
 	}
@@ -258,8 +271,8 @@ func TestContainerdRestart(t *testing.T) {
 		}
 		said, err := os.ReadFile(filepath.Join(containerd.DefaultLogDir, l.ID, "log"))
 		want := "lost containerd while waiting for " + name + "-waitdaemon-user; asking again"
-		if err != nil || !strings.Contains(string(said), want) {
-			t.Errorf("the waiter's output (%v), want %q in it:\n%s", err, want, said)
+		if err != nil || strings.Count(string(said), want) != 1 {
+			t.Errorf("the waiter's output (%v), want %q in it once, for the second restart:\n%s", err, want, said)
 		}
 	}
 }

@@ -80,6 +80,9 @@ type cdAction struct {
 	dryRun  bool   // WAITDAEMON_DRY_RUN: no hand-off, no result
 	fails   bool   // phase 1 fails: no hand-off
 	result  string // WAITDAEMON_RESULT_FILE; empty: one in a new directory
+	// resultWait bounds the wait for the result file after the hand-off;
+	// zero means a minute.
+	resultWait time.Duration
 }
 
 // cdRun is what became of it.
@@ -188,14 +191,14 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 		t.Fatal(err)
 	}
 
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(cmp.Or(a.resultWait, time.Minute))
 	for {
 		data, err := os.ReadFile(result)
 		if err == nil && json.Unmarshal(data, &r.result) == nil {
 			return r
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no result file after a minute; phase 1 said:\n%s", r.phase1)
+			t.Fatalf("no result file after %v; phase 1 said:\n%s", cmp.Or(a.resultWait, time.Minute), r.phase1)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -91,6 +91,7 @@ func newGRPCFaultProxy(t *testing.T) *grpcFaultProxy {
 		},
 	}
 	t.Cleanup(func() {
+		// Every failure is judged against what the proxy saw.
 		if t.Failed() || testing.Verbose() {
 			t.Logf("the proxy saw:\n%s", p.log())
 		}
