@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/internal/ocilayout"
 )
@@ -43,15 +44,12 @@ type releaseImage struct {
 // releaseEngines pull the pushed index by digest the way a fleet does,
 // one engine each. Every check pulls each platform's image, compares it
 // with the layout, and runs one action from the host's.
-//
-// containerd (tink-agent on HookOS pulls with it) comes later: add
-// {"containerd", checkReleaseOnContainerd} here, pulling rel.ref through
-// containerd's socket with the same checks.
 var releaseEngines = []struct {
 	name  string
 	check func(t *testing.T, c *dockerapi.Client, rel release)
 }{
 	{"docker", checkReleaseOnDocker},
+	{"containerd", func(t *testing.T, _ *dockerapi.Client, rel release) { checkReleaseOnContainerd(t, rel) }},
 }
 
 // TestRelease publishes what a release publishes, with the project's
@@ -213,6 +211,58 @@ func checkReleaseOnDocker(t *testing.T, c *dockerapi.Client, rel release) {
 				t.Errorf("the action from %s logged no hand-off:\n%s", rel.ref, r.Logs)
 			}
 			ranOK(t, c, r, out)
+		})
+	}
+}
+
+// checkReleaseOnContainerd pulls rel.ref by digest for every platform
+// through containerd's Transfer service, as waitdaemon does on CaptainOS,
+// checks each image against the layout, and runs one action from the
+// host's, as tink-agent's containerd runtime does.
+func checkReleaseOnContainerd(t *testing.T, rel release) {
+	c, eng, _ := setupContainerd(t)
+	e := containerdRig{c: c, eng: eng}
+	rm := func() { _ = exec.Command(ctrBinary, "-a", containerdSocket, "-n", containerdNS, "images", "rm", rel.ref).Run() }
+	rm()
+	t.Cleanup(rm)
+	_, index, _ := strings.Cut(rel.ref, "@")
+	for _, img := range rel.images {
+		t.Run(img.platform.String(), func(t *testing.T) {
+			ctx := testCtx(t)
+			p := containerdapi.Platform{OS: img.platform.OS, Architecture: img.platform.Architecture, Variant: img.platform.Variant}
+			if err := c.Pull(ctx, containerdapi.PullRequest{Ref: rel.ref, Platform: p}); err != nil {
+				t.Fatalf("pulling %s for %s: %v", rel.ref, img.platform, err)
+			}
+			got, err := c.ImageResolve(ctx, rel.ref, p)
+			if err != nil {
+				t.Fatalf("the pulled %s for %s: %v", rel.ref, img.platform, err)
+			}
+			if got.Image.Target.Digest != index || got.Manifest.Config.Digest != img.config ||
+				got.Config.Architecture != img.platform.Architecture || got.Config.OS != img.platform.OS {
+				t.Fatalf("pulled %s for %s: index %s, config %s, %s/%s; want %s, %s, %s",
+					rel.ref, img.platform, got.Image.Target.Digest, got.Manifest.Config.Digest, got.Config.OS, got.Config.Architecture, index, img.config, img.platform)
+			}
+			if !slices.Equal(got.Config.Config.Entrypoint, []string{"/waitdaemon", "action", "--"}) || !slices.Equal(got.Config.Config.Env, []string{ocilayout.DefaultPath}) ||
+				got.Config.Config.Cmd != nil || !slices.Equal(got.Config.RootFS.DiffIDs, []string{img.diffID}) {
+				t.Errorf("pulled for %s: entrypoint %q, env %q, cmd %q, layers %q; want Dockerfile.scratch's entrypoint and PATH, no command, the layer %s",
+					img.platform, got.Config.Config.Entrypoint, got.Config.Config.Env, got.Config.Config.Cmd, got.Config.RootFS.DiffIDs, img.diffID)
+			}
+			if img.platform.Architecture != runtime.GOARCH {
+				return
+			}
+			out := t.TempDir()
+			r := e.run(t, tinkAgent, action{image: rel.ref, name: "e2e release", command: []string{"reboot"},
+				env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1"}, volumes: []string{out + ":/out"}})
+			if _, ok := find(events(r.Logs), "handed off"); r.ExitCode != 0 || !ok {
+				t.Fatalf("the action from %s exited %d, logged no hand-off:\n%s", rel.ref, r.ExitCode, r.Logs)
+			}
+			if res, _ := find(e.waiter(t, r.ID), "result"); res.num("exit_code") != 0 {
+				t.Errorf("the waiter's result = %v, want exit 0", res)
+			}
+			if _, ok := readProbe(t, out, "probe"); !ok {
+				t.Error("the user container did not run")
+			}
+			waitDone(t, e, r.ID, 5*time.Second)
 		})
 	}
 }

@@ -104,8 +104,8 @@ func (r containerdRig) engine() engine.Engine { return r.eng }
 // after the exit, the task, the container and its snapshot deleted.
 func (r containerdRig) run(t *testing.T, sh shape, a action) ran {
 	t.Helper()
-	if len(a.entrypoint) > 0 || a.hostname != "" || a.cgroupns != "" || a.privileged || a.image != "" {
-		t.Fatalf("action %q: the containerd rig makes no entrypoint, hostname, cgroupns, privilege or image of its own", a.name)
+	if len(a.entrypoint) > 0 || a.hostname != "" || a.cgroupns != "" || a.privileged {
+		t.Fatalf("action %q: the containerd rig makes no entrypoint, hostname, cgroupns or privilege of its own", a.name)
 	}
 	ctx := testCtx(t)
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
@@ -123,6 +123,9 @@ func (r containerdRig) run(t *testing.T, sh shape, a action) ran {
 		volumes = append(volumes, [2]string{host, ctr})
 	}
 	action := r.newAction(t, "tinkerbell_"+sanitize(a.name)+"_e2e", a.command, env, volumes, a.pid != "host" && a.network != "host")
+	if a.image != "" {
+		action.Image = a.image // as containerd names it: fully qualified
+	}
 	exit, out := r.agentRun(t, ctx, action)
 	if err := tinkagent.Delete(ctx, r.c, action); err != nil {
 		t.Fatalf("agent: %v", err)
