@@ -222,7 +222,9 @@ func checkReleaseOnDocker(t *testing.T, c *dockerapi.Client, rel release) {
 func checkReleaseOnContainerd(t *testing.T, rel release) {
 	c, eng, _ := setupContainerd(t)
 	e := containerdRig{c: c, eng: eng}
-	rm := func() { _ = exec.Command(ctrBinary, "-a", containerdSocket, "-n", containerdNS, "images", "rm", rel.ref).Run() }
+	rm := func() {
+		_ = exec.Command(ctrBinary, "-a", containerdSocket, "-n", containerdNS, "images", "rm", rel.ref).Run()
+	}
 	rm()
 	t.Cleanup(rm)
 	_, index, _ := strings.Cut(rel.ref, "@")
