@@ -182,7 +182,9 @@ func (m *authResponse) fields() []field {
 }
 
 var (
-	transferTransfer = newRPC("containerd.services.transfer.v1.Transfer/Transfer", &transferRequest{}, &empty{}, true)
+	// Not repeated by the client: a repeat names side streams the daemon
+	// has forgotten. Pull starts a broken pull again, with new ones.
+	transferTransfer = newRPC("containerd.services.transfer.v1.Transfer/Transfer", &transferRequest{}, &empty{}, false)
 	streamingStream  = newRPC("containerd.services.streaming.v1.Streaming/Stream", &Any{}, &Any{}, false)
 )
 
@@ -221,13 +223,45 @@ func (c *Client) Pull(ctx context.Context, req PullRequest) error {
 		}()
 		ctx = WithLease(ctx, id)
 	}
+	for try := 1; ; try++ {
+		err := c.transfer(ctx, req, platform, snapshotter)
+		if err == nil {
+			return nil
+		}
+		if try > maxRetries || !brokenOff(err) || ctx.Err() != nil {
+			return fmt.Errorf("pulling image %s: %w", req.Ref, err)
+		}
+		// The pull broke off (a lost connection, a daemon restarting): its
+		// side streams went with it, and the daemon forgets a stream once
+		// its transfer ends, so the pull starts again from new ones. What
+		// the daemon fetched stays in its content store.
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pulling image %s: %w", req.Ref, err)
+		case <-time.After(time.Duration(try) * 250 * time.Millisecond):
+		}
+	}
+}
+
+// brokenOff reports an error after which a pull starts again: no answer,
+// or UNAVAILABLE.
+func brokenOff(err error) bool {
+	var te *TransportError
+	return errors.As(err, &te) || errors.Is(err, ErrUnavailable)
+}
+
+// transfer is one attempt at a pull: the side streams it needs, then the
+// Transfer call, which the client never repeats on its own.
+func (c *Client) transfer(ctx context.Context, req PullRequest, platform Platform, snapshotter string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	src := ociRegistry{Reference: req.Ref, Resolver: registryResolver{HostDir: req.HostDir}}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if req.Auth != nil {
 		s, id, err := c.openSideStream(ctx)
 		if err != nil {
-			return fmt.Errorf("pulling image %s: opening the credentials stream: %w", req.Ref, err)
+			return fmt.Errorf("opening the credentials stream: %w", err)
 		}
 		defer s.Close()
 		src.Resolver.AuthStream = id
@@ -243,7 +277,7 @@ func (c *Client) Pull(ctx context.Context, req PullRequest) error {
 	if req.Progress != nil {
 		s, id, err := c.openSideStream(ctx)
 		if err != nil {
-			return fmt.Errorf("pulling image %s: opening the progress stream: %w", req.Ref, err)
+			return fmt.Errorf("opening the progress stream: %w", err)
 		}
 		defer s.Close()
 		treq.Options.ProgressStream = id
@@ -254,7 +288,7 @@ func (c *Client) Pull(ctx context.Context, req PullRequest) error {
 		}()
 	}
 	if err := c.call(ctx, transferTransfer, treq, &empty{}, callOptions{long: true}); err != nil {
-		return fmt.Errorf("pulling image %s: %w", req.Ref, err)
+		return err
 	}
 	if progressDone != nil {
 		// The daemon ends the progress stream once the transfer is done:

@@ -137,3 +137,68 @@ func TestPullCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestPullStartsAgain: a pull that breaks off (its answer lost, or
+// UNAVAILABLE) starts again from new side streams: the daemon forgets a
+// stream once the transfer that named it ends, and answers a transfer
+// naming it NotFound. A refusal is not tried again.
+func TestPullStartsAgain(t *testing.T) {
+	cases := []struct {
+		name      string
+		first     func(w http.ResponseWriter)
+		wantErr   bool
+		transfers int
+	}{
+		{"answer lost", func(http.ResponseWriter) { panic(http.ErrAbortHandler) }, false, 2},
+		{"unavailable", func(w http.ResponseWriter) { fail(w, containerdapi.Unavailable, "restarting") }, false, 2},
+		{"refused", func(w http.ResponseWriter) { fail(w, containerdapi.Unknown, "401 Unauthorized") }, true, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			ended := map[string]bool{} // progress streams of transfers that ended
+			var streams []string
+			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path[1:] {
+				case "containerd.services.streaming.v1.Streaming/Stream":
+					if _, err := readFrame(r.Body); err != nil {
+						t.Error(err)
+						return
+					}
+					w.Header().Set("Content-Type", "application/grpc")
+					writeFrame(w, str(1, "google.protobuf.Empty"))
+					<-r.Context().Done()
+				case "containerd.services.transfer.v1.Transfer/Transfer":
+					progress := fields(t, []byte(fields(t, readRequest(t, r))[3]))[1]
+					mu.Lock()
+					streams = append(streams, progress)
+					n, forgotten := len(streams), ended[progress]
+					ended[progress] = true
+					mu.Unlock()
+					switch {
+					case forgotten:
+						fail(w, containerdapi.NotFound, "stream "+progress+" not found")
+					case n == 1:
+						tc.first(w)
+					default:
+						answer(w, nil)
+					}
+				case "containerd.services.leases.v1.Leases/Create":
+					answer(w, sub(1, str(1, fields(t, readRequest(t, r))[1])))
+				default:
+					readRequest(t, r)
+					answer(w, nil)
+				}
+			})
+			err := c.Pull(shortCtx(t), containerdapi.PullRequest{Ref: "registry.example:5000/x:1", Progress: func(containerdapi.Progress) {}})
+			mu.Lock()
+			defer mu.Unlock()
+			if (err != nil) != tc.wantErr || len(streams) != tc.transfers {
+				t.Fatalf("Pull() = %v after %d transfers (progress streams %q); want error %v after %d", err, len(streams), streams, tc.wantErr, tc.transfers)
+			}
+			if len(streams) == 2 && streams[0] == streams[1] {
+				t.Errorf("the pull started again with the progress stream %q of the broken one", streams[0])
+			}
+		})
+	}
+}

@@ -173,8 +173,6 @@ func TestContainerdFaults(t *testing.T) {
 	})
 
 	t.Run("a pull whose answer is lost", func(t *testing.T) {
-		t.Skip("fails: containerdapi.Pull retries the Transfer call with the same progress stream ID, " +
-			"which containerd closed and forgot when the first transfer ended: the retry is answered NotFound")
 		pulled(t, lostAnswer, "OK from containerd, answer lost")
 	})
 }

@@ -61,6 +61,12 @@ type testEngine struct {
 	// keepsWaiter: a successful action leaves its stopped waiter, for
 	// the next phase 1 to remove (containerd has no auto-remove).
 	keepsWaiter bool
+	// plainHTTP: it pulls from the tests' plain-HTTP registry on
+	// 127.0.0.1 (Podman only from those its registries.conf names).
+	plainHTTP bool
+	// tracedAuth is how the verbose trace of a pull shows the registry
+	// credentials it sends.
+	tracedAuth string
 	// privileged: privileged containers start (Podman's and Docker 29's,
 	// with runc 1.4, do on these machines; Docker 20.10's cannot: a
 	// missing capability).
@@ -81,16 +87,26 @@ type testEngine struct {
 
 // engines is the engine table.
 var engines = []testEngine{
-	{name: "docker", setup: setup, cgroupns: true, runtimeEnv: []string{"HOSTNAME", "HOME"}},
-	{name: "docker29", setup: setupDocker29, privileged: true, cgroupns: true, runtimeEnv: []string{"HOSTNAME", "HOME"}},
+	{name: "docker", setup: setup, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
+	{name: "docker29", setup: setupDocker29, privileged: true, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
 	{name: "podman", setup: setupPodman, privileged: true, localhost: true, runtimeEnv: []string{"HOSTNAME", "HOME", "container"}, runtimeMounts: []string{"/run/.containerenv"}},
-	{name: "containerd", containerd: true, keepsWaiter: true},
+	{name: "containerd", containerd: true, keepsWaiter: true, plainHTTP: true, tracedAuth: `"secret": "<redacted>"`},
 }
 
 // onEngines runs f on every engine of the table.
 func onEngines(t *testing.T, f func(t *testing.T, r rig)) {
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) { f(t, openRig(t, e)) })
+	}
+}
+
+// onPullers runs f on every engine of the table that pulls from the tests'
+// registry.
+func onPullers(t *testing.T, f func(t *testing.T, r rig)) {
+	for _, e := range engines {
+		if e.plainHTTP {
+			t.Run(e.name, func(t *testing.T) { f(t, openRig(t, e)) })
+		}
 	}
 }
 
@@ -316,24 +332,10 @@ func find(evs []event, msg string) (event, bool) {
 	return nil, false
 }
 
-// followWaiter streams the waiter's output until it exits, and returns
-// it. The waiter of action id must still be there.
+// followWaiter is the waiter's output, as events (followWaiterRaw).
 func followWaiter(t *testing.T, c *dockerapi.Client, actionID string) []event {
 	t.Helper()
-	if isPodman(c) {
-		return followPodmanWaiter(t, c, actionID)
-	}
-	ctx := testCtx(t)
-	list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+actionID, "org.waitdaemon.role=waiter")
-	if err != nil || len(list) != 1 {
-		t.Fatalf("looking for the waiter of %s: %v, %d found", actionID[:12], err, len(list))
-	}
-	var out bytes.Buffer
-	err = c.ContainerLogs(ctx, list[0].ID, dockerapi.LogsOptions{Follow: true}, &out, &out)
-	if err != nil && !errors.Is(err, dockerapi.ErrNotFound) {
-		t.Fatalf("following the waiter: %v", err)
-	}
-	return events(out.String())
+	return events(followWaiterRaw(t, c, actionID))
 }
 
 // probeReport is what the probe recorded.

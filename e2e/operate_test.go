@@ -32,7 +32,7 @@ func TestRetriesThenFallback(t *testing.T) {
 		if r.ExitCode != 0 {
 			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
 		}
-		evs := e.waiter(t, r.ID)
+		evs := events(e.waiter(t, r.ID))
 		line, ok := find(evs, "result")
 		if !ok {
 			t.Fatalf("no result line: %v", evs)
@@ -100,7 +100,7 @@ func TestRetrySucceeds(t *testing.T) {
 		if r.ExitCode != 0 {
 			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
 		}
-		evs := e.waiter(t, r.ID)
+		evs := events(e.waiter(t, r.ID))
 		res, ok := find(evs, "result")
 		attempts, _ := res["attempts"].([]any)
 		if !ok || res.num("exit_code") != 0 || len(attempts) != 2 || res["fallback"] != nil {
@@ -267,7 +267,7 @@ func TestRerun(t *testing.T) {
 		if kept == "" || len(left) != 1 || left[0].ID != kept || left[0].Name != keptName || e.exitCode(t, kept) != 3 {
 			t.Errorf("the earlier failure %q is %+v, want it kept as %s, exit 3", kept, left, keptName)
 		}
-		res, _ := find(e.waiter(t, again.ID), "result")
+		res, _ := find(events(e.waiter(t, again.ID)), "result")
 		if res.num("exit_code") != 0 {
 			t.Errorf("the new run's result = %v, want exit 0", res)
 		}

@@ -349,7 +349,7 @@ func TestPodmanPlan(t *testing.T) {
 // the waiter's last lines (the user container's exit, the result) are
 // often lost. The API follow runs alongside, and the test logs what it
 // returned.
-func followPodmanWaiter(t *testing.T, c *dockerapi.Client, actionID string) []event {
+func followPodmanWaiter(t *testing.T, c *dockerapi.Client, actionID string) string {
 	t.Helper()
 	ctx := testCtx(t)
 	list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+actionID, "org.waitdaemon.role=waiter")
@@ -418,5 +418,5 @@ func followPodmanWaiter(t *testing.T, c *dockerapi.Client, actionID string) []ev
 	case <-time.After(5 * time.Second):
 		t.Logf("the waiter logged %d JSON lines; Podman's logs?follow=1 had not ended 5 s after the waiter was removed", len(evs))
 	}
-	return evs
+	return out.String()
 }

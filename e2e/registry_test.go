@@ -299,6 +299,9 @@ func pushProbe(t *testing.T, c *dockerapi.Client, addr string, auth bool) string
 // there.
 func followWaiterRaw(t *testing.T, c *dockerapi.Client, actionID string) string {
 	t.Helper()
+	if isPodman(c) {
+		return followPodmanWaiter(t, c, actionID)
+	}
 	ctx := testCtx(t)
 	list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+actionID, "org.waitdaemon.role=waiter")
 	if err != nil || len(list) != 1 {
@@ -331,17 +334,17 @@ func pullDecision(t *testing.T, logs string) (decision string, handed event) {
 // ranOK checks that the action handed off, that the user container ran
 // (its probe report is in out) and exited 0, and that nothing is left.
 // It returns the waiter's whole output and the probe's report, raw.
-func ranOK(t *testing.T, c *dockerapi.Client, r ran, out string) (waiterOut, report string) {
+func ranOK(t *testing.T, e rig, r ran, out string) (waiterOut, report string) {
 	t.Helper()
 	if r.ExitCode != 0 {
 		t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
 	}
-	waiterOut = followWaiterRaw(t, c, r.ID)
+	waiterOut = e.waiter(t, r.ID)
 	exited, ok := find(events(waiterOut), "user container exited")
 	if !ok || exited.num("exit_code") != 0 {
 		t.Errorf("the waiter did not log the user container's exit with code 0:\n%s", waiterOut)
 	}
-	waitGone(t, rigOf(c), r.ID, 5*time.Second)
+	waitDone(t, e, r.ID, 5*time.Second)
 	if _, ok := readProbe(t, out, "probe"); !ok {
 		t.Fatalf("the user container did not run: no probe report\nwaiter:\n%s", waiterOut)
 	}
@@ -397,15 +400,15 @@ var refused = regexp.MustCompile(`(?i)unauthorized|authentication required|no ba
 // with the credentials from the action's environment or a Docker
 // config.json, and checks that the password never shows.
 func TestRegistryAuth(t *testing.T) {
-	onDockers(t, func(t *testing.T, c *dockerapi.Client) {
+	onPullers(t, func(t *testing.T, e rig) {
 		addr := startRegistry(t, true)
-		ref := pushProbe(t, c, addr, true)
+		ref := pushProbe(t, pusher(t, e), addr, true)
 		authB64 := base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + registryPassword))
 		secrets := []string{registryPassword, authB64}
 
 		for _, verbose := range []bool{false, true} {
 			t.Run(fmt.Sprintf("right credentials from the environment, verbose %v", verbose), func(t *testing.T) {
-				removeImage(t, c, ref)
+				e.removeImage(t, ref)
 				out := t.TempDir()
 				env := map[string]string{
 					"IMAGE": ref, "WAIT_SECONDS": "1",
@@ -414,19 +417,19 @@ func TestRegistryAuth(t *testing.T) {
 				if verbose {
 					env["WAITDAEMON_VERBOSE"] = "true"
 				}
-				r := runAction(t, c, tinkWorker, action{name: fmt.Sprintf("e2e registry env %v", verbose), command: []string{"reboot"}, env: env, volumes: []string{out + ":/out"}})
+				r := e.run(t, tinkWorker, action{name: fmt.Sprintf("e2e registry env %v", verbose), command: []string{"reboot"}, env: env, volumes: []string{out + ":/out"}})
 				if d, handed := pullDecision(t, r.Logs); d != "pull" {
 					t.Errorf("pull decision %q, want pull: %v", d, handed)
 				}
-				waiterOut, report := ranOK(t, c, r, out)
-				if !imagePresent(t, c, ref) {
+				waiterOut, report := ranOK(t, e, r, out)
+				if !e.hasImage(t, ref) {
 					t.Errorf("%s is not on the engine after the action pulled it", ref)
 				}
 				if verbose {
-					if !strings.Contains(r.Logs, "X-Registry-Auth: <redacted>") {
-						t.Errorf("the action's trace does not show the redacted X-Registry-Auth header:\n%s", shorten(r.Logs, 4000))
+					if want := e.row().tracedAuth; !strings.Contains(r.Logs, want) {
+						t.Errorf("the action's trace does not show the credentials redacted, %q:\n%s", want, shorten(r.Logs, 4000))
 					}
-					if !strings.Contains(waiterOut, "> GET ") {
+					if !strings.Contains(waiterOut, "\n> ") {
 						t.Errorf("the waiter traced nothing with WAITDAEMON_VERBOSE=true:\n%s", shorten(waiterOut, 2000))
 					}
 				}
@@ -435,8 +438,8 @@ func TestRegistryAuth(t *testing.T) {
 		}
 
 		t.Run("wrong credentials", func(t *testing.T) {
-			removeImage(t, c, ref)
-			r := runAction(t, c, tinkWorker, action{name: "e2e registry wrong", env: map[string]string{
+			e.removeImage(t, ref)
+			r := e.run(t, tinkWorker, action{name: "e2e registry wrong", env: map[string]string{
 				"IMAGE": ref, "WAIT_SECONDS": "0",
 				"WAITDAEMON_REGISTRY_USERNAME": registryUser, "WAITDAEMON_REGISTRY_PASSWORD": "not-" + registryPassword,
 			}})
@@ -445,18 +448,18 @@ func TestRegistryAuth(t *testing.T) {
 				t.Errorf("exit %d, output:\n%s\nwant exit 1, \"pulling image %s\" and the engine's reason, a refused login", r.ExitCode, r.Logs, ref)
 			}
 			noSecret(t, map[string]string{"action's output": r.Logs}, "not-"+registryPassword)
-			waitGone(t, rigOf(c), r.ID, 2*time.Second)
+			waitGone(t, e, r.ID, 2*time.Second)
 		})
 
 		t.Run("no credentials", func(t *testing.T) {
-			removeImage(t, c, ref)
+			e.removeImage(t, ref)
 			// No variables, and no config.json in the action: anonymous.
-			r := runAction(t, c, tinkWorker, action{name: "e2e registry none", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "0"}})
+			r := e.run(t, tinkWorker, action{name: "e2e registry none", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "0"}})
 			t.Logf("the action's output:\n%s", r.Logs)
 			if r.ExitCode != 1 || !strings.Contains(r.Logs, "pulling image "+ref) || !refused.MatchString(r.Logs) {
 				t.Errorf("exit %d, output:\n%s\nwant exit 1, \"pulling image %s\" and the engine's reason, a refused login", r.ExitCode, r.Logs, ref)
 			}
-			waitGone(t, rigOf(c), r.ID, 2*time.Second)
+			waitGone(t, e, r.ID, 2*time.Second)
 		})
 
 		configJSON := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, addr, authB64)
@@ -468,7 +471,7 @@ func TestRegistryAuth(t *testing.T) {
 			{"config.json in DOCKER_CONFIG", "/creds", "/creds"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				removeImage(t, c, ref)
+				e.removeImage(t, ref)
 				creds := t.TempDir()
 				if err := os.WriteFile(filepath.Join(creds, "config.json"), []byte(configJSON), 0o600); err != nil {
 					t.Fatal(err)
@@ -478,12 +481,12 @@ func TestRegistryAuth(t *testing.T) {
 				if tc.dockerConfig != "" {
 					env["DOCKER_CONFIG"] = tc.dockerConfig
 				}
-				r := runAction(t, c, tinkWorker, action{name: "e2e registry " + tc.name, command: []string{"reboot"}, env: env,
+				r := e.run(t, tinkWorker, action{name: "e2e registry " + tc.name, command: []string{"reboot"}, env: env,
 					volumes: []string{out + ":/out", creds + ":" + tc.mount + ":ro"}})
 				if d, handed := pullDecision(t, r.Logs); d != "pull" {
 					t.Errorf("pull decision %q, want pull: %v", d, handed)
 				}
-				waiterOut, report := ranOK(t, c, r, out)
+				waiterOut, report := ranOK(t, e, r, out)
 				noSecret(t, map[string]string{"action's output": r.Logs, "waiter's output": waiterOut, "user container's probe report": report}, secrets...)
 				// The config.json stays with the action; the other volumes travel.
 				if strings.Contains(report, `"`+tc.mount+`"`) || !strings.Contains(report, `"/out"`) {
@@ -497,56 +500,56 @@ func TestRegistryAuth(t *testing.T) {
 // TestPullPolicy checks WAITDAEMON_PULL_POLICY against a registry without
 // auth.
 func TestPullPolicy(t *testing.T) {
-	onDockers(t, func(t *testing.T, c *dockerapi.Client) {
+	onPullers(t, func(t *testing.T, e rig) {
 		addr := startRegistry(t, false)
-		ref := pushProbe(t, c, addr, false)
+		ref := pushProbe(t, pusher(t, e), addr, false)
 
 		t.Run("if-not-present pulls an absent image", func(t *testing.T) {
-			removeImage(t, c, ref)
+			e.removeImage(t, ref)
 			out := t.TempDir()
-			r := runAction(t, c, tinkWorker, action{name: "e2e pull default", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "1"}, volumes: []string{out + ":/out"}})
+			r := e.run(t, tinkWorker, action{name: "e2e pull default", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "1"}, volumes: []string{out + ":/out"}})
 			if d, handed := pullDecision(t, r.Logs); d != "pull" {
 				t.Errorf("pull decision %q, want pull: %v", d, handed)
 			}
-			ranOK(t, c, r, out)
-			if !imagePresent(t, c, ref) {
+			ranOK(t, e, r, out)
+			if !e.hasImage(t, ref) {
 				t.Errorf("%s is not on the engine after the action pulled it", ref)
 			}
 		})
 
 		t.Run("always pulls a present image", func(t *testing.T) {
-			tagProbe(t, c, addr+"/"+probeRepo, "1")
+			e.putProbe(t, ref)
 			before := manifestFetches(registryLog(t, addr))
 			out := t.TempDir()
-			r := runAction(t, c, tinkWorker, action{name: "e2e pull always", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "1", "WAITDAEMON_PULL_POLICY": "always"}, volumes: []string{out + ":/out"}})
+			r := e.run(t, tinkWorker, action{name: "e2e pull always", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "1", "WAITDAEMON_PULL_POLICY": "always"}, volumes: []string{out + ":/out"}})
 			d, handed := pullDecision(t, r.Logs)
 			if d != "pull" {
 				t.Errorf("pull decision %q, want pull: %v", d, handed)
 			}
-			ranOK(t, c, r, out)
+			ranOK(t, e, r, out)
 			if after := manifestFetches(registryLog(t, addr)); after <= before {
 				t.Errorf("the registry served no manifest during the action (%d before, %d after): nothing was pulled\n%s", before, after, registryLog(t, addr))
 			}
 		})
 
 		t.Run("never with the image present", func(t *testing.T) {
-			tagProbe(t, c, addr+"/"+probeRepo, "1")
+			e.putProbe(t, ref)
 			before := manifestFetches(registryLog(t, addr))
 			out := t.TempDir()
-			r := runAction(t, c, tinkWorker, action{name: "e2e pull never present", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "1", "WAITDAEMON_PULL_POLICY": "never"}, volumes: []string{out + ":/out"}})
+			r := e.run(t, tinkWorker, action{name: "e2e pull never present", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "1", "WAITDAEMON_PULL_POLICY": "never"}, volumes: []string{out + ":/out"}})
 			if d, handed := pullDecision(t, r.Logs); d != "present" {
 				t.Errorf("pull decision %q, want present: %v", d, handed)
 			}
-			ranOK(t, c, r, out)
+			ranOK(t, e, r, out)
 			if after := manifestFetches(registryLog(t, addr)); after != before {
 				t.Errorf("the registry served %d manifests during the action, under WAITDAEMON_PULL_POLICY=never", after-before)
 			}
 		})
 
 		t.Run("never with the image absent", func(t *testing.T) {
-			removeImage(t, c, ref)
+			e.removeImage(t, ref)
 			before := manifestFetches(registryLog(t, addr))
-			r := runAction(t, c, tinkWorker, action{name: "e2e pull never absent", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "0", "WAITDAEMON_PULL_POLICY": "never"}})
+			r := e.run(t, tinkWorker, action{name: "e2e pull never absent", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "0", "WAITDAEMON_PULL_POLICY": "never"}})
 			want := "image " + ref + " is not present, and WAITDAEMON_PULL_POLICY=never forbids pulling it"
 			if r.ExitCode != 1 || !strings.Contains(r.Logs, want) {
 				t.Errorf("exit %d, output:\n%s\nwant exit 1 and %q", r.ExitCode, r.Logs, want)
@@ -554,21 +557,30 @@ func TestPullPolicy(t *testing.T) {
 			if after := manifestFetches(registryLog(t, addr)); after != before {
 				t.Errorf("the registry served %d manifests during the action, under WAITDAEMON_PULL_POLICY=never", after-before)
 			}
-			if imagePresent(t, c, ref) {
+			if e.hasImage(t, ref) {
 				t.Errorf("%s was pulled under WAITDAEMON_PULL_POLICY=never", ref)
 			}
-			waitGone(t, rigOf(c), r.ID, 2*time.Second)
+			waitGone(t, e, r.ID, 2*time.Second)
 		})
 
 		t.Run("bogus policy", func(t *testing.T) {
-			r := runAction(t, c, tinkWorker, action{name: "e2e pull bogus", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "0", "WAITDAEMON_PULL_POLICY": "bogus"}})
+			r := e.run(t, tinkWorker, action{name: "e2e pull bogus", env: map[string]string{"IMAGE": ref, "WAIT_SECONDS": "0", "WAITDAEMON_PULL_POLICY": "bogus"}})
 			want := `WAITDAEMON_PULL_POLICY="bogus": expected if-not-present, always or never`
 			if r.ExitCode != 2 || !strings.Contains(r.Logs, want) {
 				t.Errorf("exit %d, output:\n%s\nwant exit 2 and %q", r.ExitCode, r.Logs, want)
 			}
-			waitGone(t, rigOf(c), r.ID, time.Second)
+			waitGone(t, e, r.ID, time.Second)
 		})
 	})
+}
+
+// pusher is the Docker engine that pushes the probe to the tests'
+// registry for e: e itself, when it is a Docker engine.
+func pusher(t *testing.T, e rig) *dockerapi.Client {
+	if d, ok := e.(dockerRig); ok {
+		return d.c
+	}
+	return setup(t)
 }
 
 // shorten cuts s to n bytes for a failure message.

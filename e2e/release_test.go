@@ -210,7 +210,7 @@ func checkReleaseOnDocker(t *testing.T, c *dockerapi.Client, rel release) {
 			if _, ok := find(events(r.Logs), "handed off"); !ok {
 				t.Errorf("the action from %s logged no hand-off:\n%s", rel.ref, r.Logs)
 			}
-			ranOK(t, c, r, out)
+			ranOK(t, rigOf(c), r, out)
 		})
 	}
 }
@@ -258,7 +258,7 @@ func checkReleaseOnContainerd(t *testing.T, rel release) {
 			if _, ok := find(events(r.Logs), "handed off"); r.ExitCode != 0 || !ok {
 				t.Fatalf("the action from %s exited %d, logged no hand-off:\n%s", rel.ref, r.ExitCode, r.Logs)
 			}
-			if res, _ := find(e.waiter(t, r.ID), "result"); res.num("exit_code") != 0 {
+			if res, _ := find(events(e.waiter(t, r.ID)), "result"); res.num("exit_code") != 0 {
 				t.Errorf("the waiter's result = %v, want exit 0", res)
 			}
 			if _, ok := readProbe(t, out, "probe"); !ok {

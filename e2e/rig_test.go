@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,13 +35,21 @@ type rig interface {
 	// removes the action container once it has exited, as workers do.
 	run(t *testing.T, sh shape, a action) ran
 	// waiter follows the waiter of action id until it exits, and
-	// returns its output's events. The waiter must still be there.
-	waiter(t *testing.T, actionID string) []event
+	// returns its output. The waiter must still be there.
+	waiter(t *testing.T, actionID string) string
 	// stop sends container id SIGTERM, and SIGKILL 10 s later, as
 	// `docker stop` does, and returns once it has stopped.
 	stop(t *testing.T, id string)
 	// exitCode is the exit code of container id, which has stopped.
 	exitCode(t *testing.T, id string) int
+	// hasImage reports whether the image ref is on the engine.
+	hasImage(t *testing.T, ref string) bool
+	// removeImage removes the name ref from the engine, if it is there.
+	removeImage(t *testing.T, ref string)
+	// putProbe puts the probe image on the engine as ref, which the
+	// tests' registry serves, without a pull that the registry would
+	// count where the engine can tag.
+	putProbe(t *testing.T, ref string)
 }
 
 // rigOf is the row of the table whose engine c talks to, as a rig.
@@ -66,8 +75,8 @@ type dockerRig struct {
 func (d dockerRig) row() testEngine                          { return d.e }
 func (d dockerRig) engine() engine.Engine                    { return &docker.Engine{C: d.c} }
 func (d dockerRig) run(t *testing.T, sh shape, a action) ran { return runAction(t, d.c, sh, a) }
-func (d dockerRig) waiter(t *testing.T, actionID string) []event {
-	return followWaiter(t, d.c, actionID)
+func (d dockerRig) waiter(t *testing.T, actionID string) string {
+	return followWaiterRaw(t, d.c, actionID)
 }
 
 func (d dockerRig) stop(t *testing.T, id string) {
@@ -84,6 +93,15 @@ func (d dockerRig) exitCode(t *testing.T, id string) int {
 		t.Fatalf("the exit code of %s: %v", id, err)
 	}
 	return ctr.State.ExitCode
+}
+
+func (d dockerRig) hasImage(t *testing.T, ref string) bool { return imagePresent(t, d.c, ref) }
+func (d dockerRig) removeImage(t *testing.T, ref string)   { removeImage(t, d.c, ref) }
+
+func (d dockerRig) putProbe(t *testing.T, ref string) {
+	t.Helper()
+	i := strings.LastIndex(ref, ":")
+	tagProbe(t, d.c, ref[:i], ref[i+1:])
 }
 
 // containerdRig is the test containerd, with actions made as tink-agent's
@@ -198,7 +216,7 @@ func (r containerdRig) agentRun(t *testing.T, ctx context.Context, a tinkagent.A
 }
 
 // waiter waits for the waiter's task to exit, and reads its output file.
-func (r containerdRig) waiter(t *testing.T, actionID string) []event {
+func (r containerdRig) waiter(t *testing.T, actionID string) string {
 	t.Helper()
 	ctx := testCtx(t)
 	id := findRole(t, r, actionID, phase.RoleWaiter)
@@ -209,7 +227,7 @@ func (r containerdRig) waiter(t *testing.T, actionID string) []event {
 	if err != nil {
 		t.Fatalf("the waiter's output: %v", err)
 	}
-	return events(string(out))
+	return string(out)
 }
 
 func (r containerdRig) stop(t *testing.T, id string) {
@@ -238,6 +256,32 @@ func (r containerdRig) exitCode(t *testing.T, id string) int {
 		t.Fatalf("the exit code of %s: %v", id, err)
 	}
 	return int(p.ExitStatus)
+}
+
+func (r containerdRig) hasImage(t *testing.T, ref string) bool {
+	t.Helper()
+	_, err := r.c.ImageGet(testCtx(t), ref)
+	if err != nil && !errors.Is(err, containerdapi.ErrNotFound) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+func (r containerdRig) removeImage(t *testing.T, ref string) {
+	t.Helper()
+	if out, err := exec.Command(ctrBinary, "-a", containerdSocket, "-n", containerdNS, "images", "rm", ref).CombinedOutput(); err != nil && r.hasImage(t, ref) {
+		t.Fatalf("ctr images rm %s: %v\n%s", ref, err, out)
+	}
+}
+
+// putProbe pulls ref: containerd names images only as they were pulled
+// or imported.
+func (r containerdRig) putProbe(t *testing.T, ref string) {
+	t.Helper()
+	if err := r.c.Pull(testCtx(t), containerdapi.PullRequest{Ref: ref}); err != nil {
+		t.Fatalf("pulling %s into containerd: %v", ref, err)
+	}
+	t.Cleanup(func() { r.removeImage(t, ref) })
 }
 
 // roleOf is the ID of action id's container of role, or "".
