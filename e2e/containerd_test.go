@@ -300,12 +300,13 @@ func TestContainerdEngine(t *testing.T) {
 			name: name, args: []string{"--exit=3"}, private: true, volumes: [][2]string{{out, "/out"}},
 			env: []string{user, "WAIT_SECONDS=0", "WAITDAEMON_RETRIES=1", "WAITDAEMON_LOG_TAIL=200", "PROBE_DIR=/out", "PROBE_NAME=failed"},
 		})
-		// This other action's phase 1 removed the first action's
-		// stopped waiter: containerd has no auto-remove.
-		if !strings.Contains(failed.phase1, "removed another action's stopped waiter") {
-			t.Errorf("phase 1 of a second action did not remove the first's stopped waiter:\n%s", failed.phase1)
-		}
+		// This other action's waiter removed the first action's stopped
+		// waiter (containerd has no auto-remove), and its output
+		// directory, which only a waiter sees.
 		leftOver(t, ctx, eng, r.id)
+		if dirs, _ := filepath.Glob(filepath.Join(containerd.DefaultLogDir, name1+"-*")); len(dirs) != 0 {
+			t.Errorf("the first action's output directories are still on the host: %q", dirs)
+		}
 		// The agent's default namespaces: the user container gets its
 		// own pid and network namespaces too.
 		if probe, ok := readProbe(t, out, "failed"); !ok || probe.Namespaces["pid"] == hostNamespace(t, "pid") || probe.Namespaces["net"] == hostNamespace(t, "net") {
@@ -332,6 +333,12 @@ func TestContainerdEngine(t *testing.T) {
 			started[strings.Join(own, "")] = true
 		}
 		kept := leftOver(t, ctx, eng, failed.id, "user stopped", "waiter stopped")
+		for _, k := range kept {
+			if out, _ := os.ReadFile(filepath.Join(containerd.DefaultLogDir, k.ID, "log")); k.Labels[phase.LabelRole] == phase.RoleWaiter &&
+				!strings.Contains(string(out), "removed another action's stopped waiter") {
+				t.Errorf("the second action's waiter did not say it removed the first's:\n%s", out)
+			}
+		}
 		// A kept failure keeps its output file, for the operator.
 		for _, k := range kept {
 			if k.Labels[phase.LabelRole] != phase.RoleUser {

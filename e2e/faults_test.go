@@ -190,12 +190,12 @@ func TestFaults(t *testing.T) {
 			t.Parallel()
 			p := newFaultProxy(t, c.SocketPath())
 			p.add(&fault{method: "POST", path: regexp.MustCompile(`^/containers/[0-9a-f]{64}/wait$`), times: 1, kind: cut, cutAfter: 0})
-			// Phase 1's second list (its sweep, after the waiter's start)
-			// is held back, so that the action runs on well after the
+			// The user container's create, beside the waiter's start, is
+			// held back, so that the action runs on well after the
 			// waiter's wait breaks: the break cannot pass for the exit, nor
 			// the exit be learned before the break.
 			const held = 2 * time.Second
-			p.add(&fault{method: "GET", path: regexp.MustCompile(`^/containers/json$`), after: 1, times: 1, kind: slow, delay: held})
+			p.add(&fault{method: "POST", path: userCreate, times: 1, kind: slow, delay: held})
 			p.listen()
 			out := t.TempDir()
 			r := runAction(t, c, tinkAgent, proxied(p, "e2e fault wait", out, map[string]string{"WAIT_SECONDS": "1"}))

@@ -73,17 +73,8 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 	if h.Waiter.ID, err = eng.Create(ctx, h.Waiter); err != nil {
 		return err
 	}
-	// Other actions' stopped waiters (containerd keeps them) are swept
-	// once the waiter has started, beside the user container's create:
-	// off the way to the hand-off.
 	started := make(chan error, 1)
-	go func() {
-		err := eng.Start(ctx, h.Waiter.ID)
-		if err == nil {
-			sweepWaiters(ctx, eng, self, o.Stdout)
-		}
-		started <- err
-	}()
+	go func() { started <- eng.Start(ctx, h.Waiter.ID) }()
 	err = h.createUser(ctx, eng, s, self, o.Stdout)
 	if err = errors.Join(err, <-started); err != nil {
 		return err
@@ -206,12 +197,7 @@ func (h *Handoff) print(w io.Writer) error {
 // clearLeftovers makes room for this run of the action: an earlier run's
 // waiter is removed (there are never two), its user or fallback container
 // that never started is removed, and one that ran is kept, out of the
-// way. Then every other action's waiter that has stopped is removed too,
-// on an engine with no auto-remove (containerd), where a waiter cannot
-// remove itself; one that runs, or was never started (its phase 1 may be
-// starting it now), belongs to an action still under way and stays. That
-// sweep is housekeeping: what fails there is logged, and this action
-// goes on.
+// way.
 func clearLeftovers(ctx context.Context, eng engine.Engine, self engine.Self, out io.Writer) error {
 	earlier, err := eng.List(ctx, LabelAction, self.Name)
 	if err != nil {
@@ -233,28 +219,6 @@ func clearLeftovers(ctx context.Context, eng engine.Engine, self engine.Self, ou
 		logEvent(out, "kept an earlier run's container under a new name", map[string]string{"name": kept, "role": role, "state": e.State})
 	}
 	return nil
-}
-
-// sweepWaiters removes the stopped waiters of actions other than self,
-// with one List.
-func sweepWaiters(ctx context.Context, eng engine.Engine, self engine.Self, out io.Writer) {
-	waiters, err := eng.List(ctx, LabelRole, RoleWaiter)
-	if err != nil {
-		logEvent(out, "could not list other actions' waiters", map[string]string{"error": err.Error()})
-		return
-	}
-	for _, w := range waiters {
-		if w.Labels[LabelAction] == self.Name || !w.Ran || w.Running {
-			continue
-		}
-		details := map[string]string{"name": w.Name, "action": w.Labels[LabelAction], "state": w.State}
-		if err := eng.Remove(ctx, w.ID); err != nil {
-			details["error"] = err.Error()
-			logEvent(out, "could not remove another action's stopped waiter", details)
-			continue
-		}
-		logEvent(out, "removed another action's stopped waiter", details)
-	}
 }
 
 func shortID(id string) string { return id[:min(12, len(id))] }

@@ -180,53 +180,6 @@ func TestOneLeftovers(t *testing.T) {
 	}
 }
 
-// TestOneSweepsStoppedWaiters: phase 1 also removes, with one List,
-// every other action's waiter that has stopped (containerd has no
-// auto-remove), and leaves alone one that runs or was never started, and
-// other actions' containers of other roles.
-func TestOneSweepsStoppedWaiters(t *testing.T) {
-	eng := newFake()
-	other := "b0000000000000000000000000000000000000000000000000000000000000ff"
-	eng.Add("done-waitdaemon-waiter", labels(RoleWaiter, "done", other), true)
-	eng.Add("gone-waitdaemon-waiter", labels(RoleWaiter, "gone", other), true)
-	eng.AddRunning("waiting-waitdaemon-waiter", labels(RoleWaiter, "waiting", other))
-	eng.Add("starting-waitdaemon-waiter", labels(RoleWaiter, "starting", other), false)
-	eng.Add("done-waitdaemon-user", labels(RoleUser, "done", other), true)
-	out, _, err := phaseOne(t, eng, "IMAGE=reboot:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"act-waitdaemon-user", "act-waitdaemon-waiter", "done-waitdaemon-user", "starting-waitdaemon-waiter", "waiting-waitdaemon-waiter"}
-	if got := eng.Names(); !slices.Equal(got, want) {
-		t.Errorf("containers (-want +got):\n-%q\n+%q", want, got)
-	}
-	calls := eng.Calls()
-	lists := 0
-	for _, c := range calls {
-		if strings.HasPrefix(c, "List ") {
-			lists++
-		}
-	}
-	if lists != 2 || index(calls, "List org.waitdaemon.role=waiter") < index(calls, "Start act-waitdaemon-waiter") {
-		t.Errorf("want one List of the waiters besides the action's own, after the waiter's start; calls:\n%s", strings.Join(calls, "\n"))
-	}
-	if strings.Count(out, "removed another action's stopped waiter") != 2 {
-		t.Errorf("output does not say it removed the two stopped waiters:\n%s", out)
-	}
-}
-
-// TestOneSweepFailsQuietly: a stopped waiter of another action that
-// cannot be removed is logged, and this action goes on.
-func TestOneSweepFailsQuietly(t *testing.T) {
-	eng := newFake()
-	eng.Add("done-waitdaemon-waiter", labels(RoleWaiter, "done", "b0"), true)
-	eng.Fail = map[string]error{"Remove done-waitdaemon-waiter": errors.New("engine says no")}
-	out, _, err := phaseOne(t, eng, "IMAGE=reboot:1")
-	if err != nil || !strings.Contains(out, "could not remove another action's stopped waiter") || !strings.Contains(out, "engine says no") {
-		t.Errorf("phase 1: %v, output:\n%s\nwant it to go on, saying why the waiter stays", err, out)
-	}
-}
-
 // TestOneDryRun prints the plan and creates nothing.
 func TestOneDryRun(t *testing.T) {
 	eng := newFake()

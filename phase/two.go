@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strings"
@@ -93,6 +94,10 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 	if err != nil {
 		return err
 	}
+	// Once the user container has run, off its way: the waiter sees
+	// what phase 1 cannot, the output files on the host of what it
+	// removes.
+	sweepWaiters(ctx, eng, w.ActionName, w.o.Stdout)
 	return w.finish(ctx, res)
 }
 
@@ -300,3 +305,29 @@ func writeResult(file string, res result) (err error) {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// sweepWaiters removes, with one List, the waiters of actions other than
+// action that have stopped: on an engine with no auto-remove
+// (containerd), a waiter cannot remove itself. One that runs, or was
+// never started (its phase 1 may be starting it now), belongs to an
+// action still under way and stays. It is housekeeping: what fails is
+// logged, and this run goes on.
+func sweepWaiters(ctx context.Context, eng engine.Engine, action string, out io.Writer) {
+	waiters, err := eng.List(ctx, LabelRole, RoleWaiter)
+	if err != nil {
+		logEvent(out, "could not list other actions' waiters", map[string]string{"error": err.Error()})
+		return
+	}
+	for _, w := range waiters {
+		if w.Labels[LabelAction] == action || !w.Ran || w.Running {
+			continue
+		}
+		details := map[string]string{"name": w.Name, "action": w.Labels[LabelAction], "state": w.State}
+		if err := eng.Remove(ctx, w.ID); err != nil {
+			details["error"] = err.Error()
+			logEvent(out, "could not remove another action's stopped waiter", details)
+			continue
+		}
+		logEvent(out, "removed another action's stopped waiter", details)
+	}
+}

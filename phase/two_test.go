@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -277,5 +278,54 @@ func TestTwoStartFails(t *testing.T) {
 	}
 	if got := eng.Names(); !slices.Contains(got, "act-waitdaemon-user") {
 		t.Errorf("left: %q; want the user container kept", got)
+	}
+}
+
+// TestTwoSweepsStoppedWaiters: once the user container has run, the
+// waiter removes, with one List, every other action's waiter that has
+// stopped (containerd has no auto-remove; the waiter, unlike phase 1,
+// sees their output files on the host), and leaves alone one that runs
+// or was never started, its own, and other actions' containers of other
+// roles. The result stays the last line.
+func TestTwoSweepsStoppedWaiters(t *testing.T) {
+	eng := waiterFake(false)
+	other := "b0000000000000000000000000000000000000000000000000000000000000ff"
+	eng.Add("done-waitdaemon-waiter", labels(RoleWaiter, "done", other), true)
+	eng.Add("gone-waitdaemon-waiter", labels(RoleWaiter, "gone", other), true)
+	eng.AddRunning("waiting-waitdaemon-waiter", labels(RoleWaiter, "waiting", other))
+	eng.Add("starting-waitdaemon-waiter", labels(RoleWaiter, "starting", other), false)
+	eng.Add("done-waitdaemon-user", labels(RoleUser, "done", other), true)
+	var out bytes.Buffer
+	if err := Two(context.Background(), eng, waiterArgs(0, false), Options{Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"act-waitdaemon-waiter", "done-waitdaemon-user", "starting-waitdaemon-waiter", "waiting-waitdaemon-waiter"}
+	if got := eng.Names(); !slices.Equal(got, want) {
+		t.Errorf("containers (-want +got):\n-%q\n+%q", want, got)
+	}
+	calls := eng.Calls()
+	list := slices.Index(calls, "List org.waitdaemon.role=waiter")
+	if list < 0 || list < slices.Index(calls, "Start act-waitdaemon-user") || slices.Index(calls[list+1:], calls[list]) >= 0 {
+		t.Errorf("want one List of the waiters, after the user container's start; calls:\n%s", strings.Join(calls, "\n"))
+	}
+	if strings.Count(out.String(), "removed another action's stopped waiter") != 2 {
+		t.Errorf("output does not say it removed the two stopped waiters:\n%s", out.String())
+	}
+	lastResult(t, out.String())
+}
+
+// TestTwoSweepFailsQuietly: a stopped waiter of another action that
+// cannot be removed is logged, and the run goes on.
+func TestTwoSweepFailsQuietly(t *testing.T) {
+	eng := waiterFake(false)
+	eng.Add("done-waitdaemon-waiter", labels(RoleWaiter, "done", "b0"), true)
+	eng.Fail = map[string]error{"Remove done-waitdaemon-waiter": errors.New("engine says no")}
+	var out bytes.Buffer
+	err := Two(context.Background(), eng, waiterArgs(0, false), Options{Stdout: &out})
+	if err != nil || !strings.Contains(out.String(), "could not remove another action's stopped waiter") || !strings.Contains(out.String(), "engine says no") {
+		t.Errorf("phase 2: %v, output:\n%s\nwant it to go on, saying why the waiter stays", err, out.String())
+	}
+	if r := lastResult(t, out.String()); r.ExitCode != 0 {
+		t.Errorf("result %+v, want exit 0", r)
 	}
 }

@@ -32,9 +32,9 @@
 //     it: the waiter does (LogDir is bound into it read-write, at the same
 //     path), so nothing of a successful run stays; a kept failure, never
 //     removed, keeps its file. Phase 1, in the action container, does not
-//     see the host's LogDir: the output files of what it removes (earlier
-//     waiters, never-started containers, a failed hand-off's) stay on the
-//     host, which is about to reboot or kexec.
+//     see the host's LogDir: the output files of what it removes (a
+//     re-run's earlier waiter, never-started containers, a failed
+//     hand-off's) stay on the host, which is about to reboot or kexec.
 //   - Phase 1 cannot read the waiter's output, so the waiter also tells it
 //     (engine.Teller) the one line phase 1 waits for, in the label
 //     org.waitdaemon.said of its own container; Output polls that label.
@@ -46,10 +46,12 @@
 //     stopped ran; a created task did not; a container with no task ran if
 //     Start had labelled it org.waitdaemon.started.
 //   - No auto-remove, and a running task cannot delete itself: the waiter
-//     stays behind once stopped, labelled, and the next phase 1 on this
-//     namespace removes it: every earlier waiter of its own action, and
-//     every stopped waiter of any other (List says which run). Only the
-//     last action's waiter stays with the host's containerd state.
+//     stays behind once stopped, labelled. The next action's waiter
+//     removes every stopped waiter of any other action (List says which
+//     run), with its output directory, once its own user container has
+//     run; a re-run's phase 1 removes every earlier waiter of its own
+//     action. Only the last action's waiter stays with the host's
+//     containerd state.
 //   - Remove kills and deletes the task before the container: containerd
 //     deletes a container whose task runs, and orphans the task.
 //
