@@ -68,9 +68,10 @@ probe-image:
 	cp testdata/probe/Dockerfile bin/probe/
 	DOCKER_BUILDKIT=0 docker build -q -t $(PROBE_IMAGE) bin/probe
 
-# On Docker 20.10, then on Docker 29 and on the test containerd (actions
-# made as tink-agent makes them, in its namespace), with the same images:
-# phase 1 against each engine's own floor.
+# On Docker 20.10, then on Docker 29, on the test containerd (actions made
+# as tink-agent makes them, in its namespace) and on Podman 4.3 (a service
+# of its own, scripts/podman.sh), with the same images: phase 1 against
+# each engine's own floor.
 DOCKER29_SOCKET = /run/docker29/docker.sock
 CONTAINERD_SOCKET = /run/containerd-test/containerd.sock
 CTR = /var/cache/waitdaemon/containerd-v2.2.1/ctr
@@ -80,6 +81,8 @@ bench: engine docker29 containerd build image probe-image
 	go run ./bench -image $(IMAGE) -probe $(PROBE_IMAGE) -socket $(DOCKER29_SOCKET) -svg ""
 	docker save $(IMAGE) $(PROBE_IMAGE) | $(CTR) -a $(CONTAINERD_SOCKET) -n tinkerbell images import - >/dev/null
 	go run ./bench -engine containerd -image $(IMAGE) -probe $(PROBE_IMAGE) -socket $(CONTAINERD_SOCKET)
+	sock=$$(scripts/podman.sh) && docker save $(IMAGE) $(PROBE_IMAGE) | CONTAINERS_CONF=/run/waitdaemon-podman/containers.conf podman load -q >/dev/null && \
+		go run ./bench -image $(IMAGE) -probe $(PROBE_IMAGE) -socket $$sock -svg ""; status=$$?; scripts/podman.sh stop; exit $$status
 
 # ENGINE=containerd runs it on the test containerd instead.
 ENGINE ?= docker

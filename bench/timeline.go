@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -67,7 +69,7 @@ func waitRun(ctx context.Context, c *dockerapi.Client, image, probe, name string
 		return tl, err
 	}
 	var out, trace bytes.Buffer
-	if err := c.ContainerLogs(ctx, list[0].ID, dockerapi.LogsOptions{Follow: true}, &out, &trace); err != nil && !errors.Is(err, dockerapi.ErrNotFound) {
+	if err := followWaiter(ctx, c, list[0].ID, &out, &trace); err != nil {
 		return tl, err
 	}
 	tl.trips2 = len(request.FindAllString(trace.String(), -1))
@@ -164,4 +166,70 @@ func (tl timeline) svg() string {
 	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" font-size="10">0</text><text x="%.0f" y="%.0f" font-size="10" text-anchor="end">%s</text>`+"\n", left, height-2, width-right, height-2, ms(end))
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// followWaiter copies the waiter's stdout and stderr until it has exited
+// and is gone. Podman 4.3's log stream stops once AutoRemove deletes the
+// log file, often before the waiter's last lines: there the file itself
+// (the k8s-file driver's), opened while the waiter runs, is read once
+// the waiter is gone.
+func followWaiter(ctx context.Context, c *dockerapi.Client, id string, stdout, stderr io.Writer) error {
+	resp, err := c.Raw(ctx, "GET", "/containers/"+id+"/json", nil)
+	if err != nil {
+		return err
+	}
+	var ins struct {
+		LogPath    string
+		HostConfig struct{ LogConfig struct{ Type string } }
+	}
+	err = json.NewDecoder(resp.Body).Decode(&ins)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	if ins.HostConfig.LogConfig.Type != "k8s-file" {
+		err := c.ContainerLogs(ctx, id, dockerapi.LogsOptions{Follow: true}, stdout, stderr)
+		if errors.Is(err, dockerapi.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	f, err := os.Open(ins.LogPath)
+	if err != nil {
+		return fmt.Errorf("the waiter's log file: %w", err)
+	}
+	defer f.Close()
+	for {
+		_, err := c.ContainerInspect(ctx, id)
+		if errors.Is(err, dockerapi.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// <time> <stream> <P (partial) or F> <text>, one line each.
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	var partial strings.Builder
+	for sc.Scan() {
+		fields := strings.SplitN(sc.Text(), " ", 4)
+		if len(fields) < 3 {
+			continue
+		}
+		if len(fields) == 4 {
+			partial.WriteString(fields[3])
+		}
+		if fields[2] == "P" {
+			continue
+		}
+		w := stdout
+		if fields[1] == "stderr" {
+			w = stderr
+		}
+		fmt.Fprintln(w, partial.String())
+		partial.Reset()
+	}
+	return sc.Err()
 }

@@ -49,7 +49,7 @@ func TestContainerdFaults(t *testing.T) {
 		if _, ran := readProbe(t, out, "probe"); !ran {
 			t.Error("the user container did not run")
 		}
-		leftOver(t, ctx, eng, r.id, "waiter stopped")
+		settled(t, eng, r.id, 30*time.Second, "waiter stopped")
 	}
 	ctxFor := func(t *testing.T) context.Context {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -262,7 +262,7 @@ func TestContainerdRestart(t *testing.T) {
 	if a := r.result.Attempts; r.result.ExitCode != 0 || len(a) != 1 || a[0].ExitCode != 0 {
 		t.Errorf("result %+v, want one run that exited 0\nphase 1:\n%s", r.result, r.phase1)
 	}
-	left := leftOver(t, ctx, eng, r.id, "waiter stopped")
+	left := settled(t, eng, r.id, 30*time.Second, "waiter stopped")
 	for _, l := range left {
 		if l.Labels[phase.LabelRole] != phase.RoleWaiter {
 			continue

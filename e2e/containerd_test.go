@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
-	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
 	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 	"github.com/waitdaemon/waitdaemon/phase"
@@ -110,31 +109,6 @@ type phase2Result struct {
 // once. It waits for the waiter's result file.
 func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng *containerd.Engine, actionImg string, a cdAction) cdRun {
 	t.Helper()
-	id := tinkagent.NewID()
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		list, _ := eng.List(cctx, phase.LabelActionID, id)
-		for _, l := range list {
-			if err := eng.Remove(cctx, l.ID); err != nil {
-				t.Errorf("cleaning up %s: %v", l.ID, err)
-			}
-			// The tasks' output files, which the shim leaves on the host.
-			_ = os.RemoveAll(filepath.Join(containerd.DefaultLogDir, l.ID))
-		}
-		if err := eng.Remove(cctx, id); err != nil {
-			t.Errorf("cleaning up the action: %v", err)
-		}
-		// And those of the containers the waiter removed.
-		dirs, _ := filepath.Glob(filepath.Join(containerd.DefaultLogDir, a.name+"-*"))
-		for _, d := range dirs {
-			_ = os.RemoveAll(d)
-		}
-	})
-	etc := t.TempDir()
-	if err := tinkagent.EtcDir(etc); err != nil {
-		t.Fatal(err)
-	}
 	result := cmp.Or(a.result, filepath.Join(t.TempDir(), "result.json"))
 	env := append([]string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -147,29 +121,11 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 	if a.socket != "" {
 		socket = [2]string{a.socket, filepath.Dir(containerdapi.DefaultSocket)}
 	}
-	action := tinkagent.Action{
-		ID: id, Name: a.name, Image: "docker.io/library/" + actionImg, Args: a.args, Env: env,
-		Volumes: append([][2]string{socket}, a.volumes...),
-		Etc:     etc, Private: a.private, Log: filepath.Join(t.TempDir(), "action.log"),
-	}
-	if err := tinkagent.Create(ctx, c, action); err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan containerdapi.Exit, 1)
-	go func() {
-		e, err := c.TaskWait(ctx, id)
-		if err != nil {
-			t.Errorf("waiting for the action: %v", err)
-		}
-		waited <- e
-	}()
-	time.Sleep(100 * time.Millisecond)
-	if _, err := c.TaskStart(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	exit := <-waited
-	out, _ := os.ReadFile(action.Log)
-	r := cdRun{id: id, phase1: string(out), exit: exit.Status}
+	e := containerdRig{c: c, eng: eng, actionImg: actionImg}
+	action := e.newAction(t, a.name, a.args, env, append([][2]string{socket}, a.volumes...), a.private)
+	exit, out := e.agentRun(t, ctx, action)
+	id := action.ID
+	r := cdRun{id: id, phase1: out, exit: exit.Status}
 	if a.fails {
 		if exit.Status == 0 {
 			t.Fatalf("the action exited 0, want a failure; its output:\n%s", r.phase1)
@@ -202,30 +158,6 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// leftOver waits for the containers of action id to be those of want
-// ("role state" each, sorted), and fails the test if they never are.
-func leftOver(t *testing.T, ctx context.Context, eng *containerd.Engine, id string, want ...string) []engine.Container {
-	t.Helper()
-	var got []string
-	var list []engine.Container
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		var err error
-		if list, err = eng.List(ctx, phase.LabelActionID, id); err != nil {
-			t.Fatal(err)
-		}
-		got = got[:0]
-		for _, l := range list {
-			got = append(got, l.Labels[phase.LabelRole]+" "+l.State)
-		}
-		slices.Sort(got)
-		if slices.Equal(got, want) {
-			return list
-		}
-	}
-	t.Errorf("left behind by action %s: %q, want %q", id[:12], got, want)
-	return list
 }
 
 // TestContainerdEngine runs actions on the test containerd the way
@@ -284,7 +216,7 @@ func TestContainerdEngine(t *testing.T) {
 	if !slices.Contains(probe.Mounts, "/out") || !slices.Contains(probe.Mounts, containerdapi.DefaultSocket) {
 		t.Errorf("probe mounts %q, want the action's volumes", probe.Mounts)
 	}
-	leftOver(t, ctx, eng, r.id, "waiter stopped")
+	settled(t, eng, r.id, 30*time.Second, "waiter stopped")
 	// Nor the output files of the user container and the fallback: the
 	// waiter removed their directories with them.
 	for _, role := range []string{phase.RoleUser, phase.RoleFallback} {
@@ -303,7 +235,7 @@ func TestContainerdEngine(t *testing.T) {
 		// This other action's waiter removed the first action's stopped
 		// waiter (containerd has no auto-remove), and its output
 		// directory, which only a waiter sees.
-		leftOver(t, ctx, eng, r.id)
+		settled(t, eng, r.id, 30*time.Second)
 		if dirs, _ := filepath.Glob(filepath.Join(containerd.DefaultLogDir, name1+"-*")); len(dirs) != 0 {
 			t.Errorf("the first action's output directories are still on the host: %q", dirs)
 		}
@@ -332,7 +264,7 @@ func TestContainerdEngine(t *testing.T) {
 			}
 			started[strings.Join(own, "")] = true
 		}
-		kept := leftOver(t, ctx, eng, failed.id, "user stopped", "waiter stopped")
+		kept := settled(t, eng, failed.id, 30*time.Second, "user stopped", "waiter stopped")
 		for _, k := range kept {
 			if out, _ := os.ReadFile(filepath.Join(containerd.DefaultLogDir, k.ID, "log")); k.Labels[phase.LabelRole] == phase.RoleWaiter &&
 				!strings.Contains(string(out), "removed another action's stopped waiter") {
@@ -355,13 +287,13 @@ func TestContainerdEngine(t *testing.T) {
 		if next.result.ExitCode != 0 {
 			t.Errorf("the next run's result %+v, want exit 0", next.result)
 		}
-		still := leftOver(t, ctx, eng, failed.id, "user stopped")
+		still := settled(t, eng, failed.id, 30*time.Second, "user stopped")
 		for _, k := range kept {
 			if k.Labels[phase.LabelRole] == phase.RoleUser && (len(still) != 1 || still[0].ID != k.ID || still[0].Name == k.Name) {
 				t.Errorf("the kept user container is %+v, want %s under its own ID, renamed from %s", still, k.ID, k.Name)
 			}
 		}
-		leftOver(t, ctx, eng, next.id, "waiter stopped")
+		settled(t, eng, next.id, 30*time.Second, "waiter stopped")
 	})
 }
 
@@ -443,39 +375,6 @@ func TestContainerdDryRun(t *testing.T) {
 	}
 	if list, err := eng.List(ctx, phase.LabelActionID, r.id); err != nil || len(list) != 0 {
 		t.Errorf("the dry run created %+v, %v; want nothing", list, err)
-	}
-}
-
-// TestContainerdPull: an IMAGE that is not there is pulled by containerd
-// (Transfer) from a registry that wants a login, with the action's
-// credentials for that registry, and runs; no output shows the password.
-func TestContainerdPull(t *testing.T) {
-	c := requireContainerd(t)
-	dc := setup(t)
-	requireRegistryTools(t)
-	actionImg := cmp.Or(os.Getenv("E2E_CONTAINERD_ACTION_IMAGE"), actionImage)
-	importImages(t, actionImg)
-	addr := startRegistry(t, true)
-	ref := pushProbe(t, dc, addr, true)
-	t.Cleanup(func() {
-		_ = exec.Command(ctrBinary, "-a", containerdSocket, "-n", containerdNS, "images", "rm", ref).Run()
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	eng := containerd.New(c)
-	r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
-		name: "tinkerbell_cd-pull_01JE2E" + randomHex(10),
-		env: []string{"IMAGE=" + ref, "WAIT_SECONDS=0",
-			"WAITDAEMON_REGISTRY_USERNAME=" + registryUser, "WAITDAEMON_REGISTRY_PASSWORD=" + registryPassword},
-	})
-	if !strings.Contains(r.phase1, `"decision":"pull"`) || r.result.ExitCode != 0 {
-		t.Errorf("phase 1 said:\n%s\nresult %+v; want the image pulled, and run", r.phase1, r.result)
-	}
-	if strings.Contains(r.phase1, registryPassword) {
-		t.Errorf("phase 1's output shows the registry's password:\n%s", r.phase1)
-	}
-	if !strings.Contains(registryLog(t, addr), registryUser) {
-		t.Errorf("the registry saw no login of %s:\n%s", registryUser, registryLog(t, addr))
 	}
 }
 

@@ -19,7 +19,9 @@ func proxied(p *faultProxy, name, out string, env map[string]string) action {
 	env[k] = v
 	env["IMAGE"] = probeImage
 	if _, ok := env["WAIT_SECONDS"]; !ok {
-		env["WAIT_SECONDS"] = "0"
+		// Long enough for the test to find the waiter after the action's
+		// exit (it follows the waiter, which removes itself once done).
+		env["WAIT_SECONDS"] = "1"
 	}
 	return action{name: name, command: []string{"fault"}, env: env, noSocket: true, volumes: []string{p.volume(), out + ":/out"}}
 }
