@@ -53,6 +53,10 @@ func run(runs int, image, probe, svgPath, socket string) error {
 	if err != nil {
 		return fmt.Errorf("no engine: %w (make engine starts one)", err)
 	}
+	podman, err := isPodman(ctx, c)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("\nEngine: %s %s (API %s) on %s\n\n", v.Os, v.Version, v.APIVersion, c.SocketPath())
 	var bridge, host, phase1, floor []time.Duration
 	for i := range runs {
@@ -86,7 +90,7 @@ func run(runs int, image, probe, svgPath, socket string) error {
 	var late, engineStart []time.Duration
 	var last timeline
 	for i := range runs {
-		tl, err := waitRun(ctx, c, image, probe, fmt.Sprintf("bench_wait_%d", i), 1, false)
+		tl, err := waitRun(ctx, c, image, probe, fmt.Sprintf("bench_wait_%d", i), 1, false, podman)
 		if err != nil {
 			return err
 		}
@@ -94,7 +98,7 @@ func run(runs int, image, probe, svgPath, socket string) error {
 		engineStart = append(engineStart, tl.userStarted.Sub(tl.startSent))
 		last = tl
 	}
-	traced, err := waitRun(ctx, c, image, probe, "bench_trace", 0, true)
+	traced, err := waitRun(ctx, c, image, probe, "bench_trace", 1, true, podman)
 	if err != nil {
 		return err
 	}

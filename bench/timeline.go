@@ -34,7 +34,7 @@ var request = regexp.MustCompile(`(?m)^> (GET|HEAD|POST|PUT|DELETE) /`)
 
 // waitRun runs one action with the given wait, follows its waiter to the
 // end and returns the run's timeline; verbose counts the round trips.
-func waitRun(ctx context.Context, c *dockerapi.Client, image, probe, name string, wait int, verbose bool) (timeline, error) {
+func waitRun(ctx context.Context, c *dockerapi.Client, image, probe, name string, wait int, verbose, podman bool) (timeline, error) {
 	tl := timeline{wait: time.Duration(wait) * time.Second}
 	var env []string
 	if verbose {
@@ -69,7 +69,7 @@ func waitRun(ctx context.Context, c *dockerapi.Client, image, probe, name string
 		return tl, err
 	}
 	var out, trace bytes.Buffer
-	if err := followWaiter(ctx, c, list[0].ID, &out, &trace); err != nil {
+	if err := followWaiter(ctx, c, list[0].ID, podman, &out, &trace); err != nil {
 		return tl, err
 	}
 	tl.trips2 = len(request.FindAllString(trace.String(), -1))
@@ -171,27 +171,24 @@ func (tl timeline) svg() string {
 // followWaiter copies the waiter's stdout and stderr until it has exited
 // and is gone. Podman 4.3's log stream stops once AutoRemove deletes the
 // log file, often before the waiter's last lines: there the file itself
-// (the k8s-file driver's), opened while the waiter runs, is read once
-// the waiter is gone.
-func followWaiter(ctx context.Context, c *dockerapi.Client, id string, stdout, stderr io.Writer) error {
-	resp, err := c.Raw(ctx, "GET", "/containers/"+id+"/json", nil)
-	if err != nil {
-		return err
-	}
-	var ins struct {
-		LogPath    string
-		HostConfig struct{ LogConfig struct{ Type string } }
-	}
-	err = json.NewDecoder(resp.Body).Decode(&ins)
-	resp.Body.Close()
-	if err != nil {
-		return err
-	}
-	if ins.HostConfig.LogConfig.Type != "k8s-file" {
+// (k8s-file lines, though its API says json-file), opened while the
+// waiter runs, is read once the waiter is gone.
+func followWaiter(ctx context.Context, c *dockerapi.Client, id string, podman bool, stdout, stderr io.Writer) error {
+	if !podman {
 		err := c.ContainerLogs(ctx, id, dockerapi.LogsOptions{Follow: true}, stdout, stderr)
 		if errors.Is(err, dockerapi.ErrNotFound) {
 			return nil
 		}
+		return err
+	}
+	resp, err := c.Raw(ctx, "GET", "/containers/"+id+"/json", nil)
+	if err != nil {
+		return err
+	}
+	var ins struct{ LogPath string }
+	err = json.NewDecoder(resp.Body).Decode(&ins)
+	resp.Body.Close()
+	if err != nil {
 		return err
 	}
 	f, err := os.Open(ins.LogPath)
@@ -232,4 +229,24 @@ func followWaiter(ctx context.Context, c *dockerapi.Client, id string, stdout, s
 		partial.Reset()
 	}
 	return sc.Err()
+}
+
+// isPodman reports whether the engine on c is Podman, by the components
+// of its version.
+func isPodman(ctx context.Context, c *dockerapi.Client) (bool, error) {
+	resp, err := c.Raw(ctx, "GET", "/version", nil)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	var v struct{ Components []struct{ Name string } }
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return false, err
+	}
+	for _, comp := range v.Components {
+		if strings.Contains(comp.Name, "Podman") {
+			return true, nil
+		}
+	}
+	return false, nil
 }
