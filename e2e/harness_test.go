@@ -61,6 +61,10 @@ type testEngine struct {
 	// keepsWaiter: a successful action leaves its stopped waiter, for
 	// the next phase 1 to remove (containerd has no auto-remove).
 	keepsWaiter bool
+	// streamsApart: a container's stdout and stderr reach its output
+	// file each copied on its own (containerd's shim), so their lines can
+	// land out of order.
+	streamsApart bool
 	// plainHTTP: it pulls from the tests' plain-HTTP registry on
 	// 127.0.0.1 (Podman only from those its registries.conf names).
 	plainHTTP bool
@@ -90,7 +94,7 @@ var engines = []testEngine{
 	{name: "docker", setup: setup, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
 	{name: "docker29", setup: setupDocker29, privileged: true, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
 	{name: "podman", setup: setupPodman, privileged: true, localhost: true, runtimeEnv: []string{"HOSTNAME", "HOME", "container"}, runtimeMounts: []string{"/run/.containerenv"}},
-	{name: "containerd", containerd: true, keepsWaiter: true, plainHTTP: true, tracedAuth: `"secret": "<redacted>"`},
+	{name: "containerd", containerd: true, keepsWaiter: true, streamsApart: true, plainHTTP: true, tracedAuth: `"secret": "<redacted>"`},
 }
 
 // onEngines runs f on every engine of the table.
