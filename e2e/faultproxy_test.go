@@ -46,18 +46,15 @@ const (
 )
 
 // fault breaks the first times exchanges (0: all) whose method and
-// unversioned path match, once the first after of them have passed
-// unharmed.
+// unversioned path match.
 type fault struct {
 	method   string
 	path     *regexp.Regexp
-	after    int
 	times    int
 	kind     faultKind
 	status   int
 	delay    time.Duration
 	cutAfter int
-	seen     int
 	hits     int
 }
 
@@ -190,10 +187,7 @@ func (p *faultProxy) match(method, path string) *fault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, f := range p.faults {
-		if f.method != method || !f.path.MatchString(path) {
-			continue
-		}
-		if f.seen++; f.seen > f.after && (f.times == 0 || f.hits < f.times) {
+		if f.method == method && f.path.MatchString(path) && (f.times == 0 || f.hits < f.times) {
 			f.hits++
 			return f
 		}

@@ -58,15 +58,12 @@ const (
 )
 
 // grpcFault breaks the first times calls (0: all) of method (such as
-// "Containers/Create") whose subject matches, once the first after of
-// them have passed unharmed.
+// "Containers/Create") whose subject matches.
 type grpcFault struct {
 	method  string
 	subject *regexp.Regexp // nil: any
-	after   int
 	times   int
 	kind    grpcFaultKind
-	seen    int
 	hits    int
 }
 
@@ -161,10 +158,7 @@ func (p *grpcFaultProxy) match(method, subject string) *grpcFault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, f := range p.faults {
-		if f.method != method || f.subject != nil && !f.subject.MatchString(subject) {
-			continue
-		}
-		if f.seen++; f.seen > f.after && (f.times == 0 || f.hits < f.times) {
+		if f.method == method && (f.subject == nil || f.subject.MatchString(subject)) && (f.times == 0 || f.hits < f.times) {
 			f.hits++
 			return f
 		}
