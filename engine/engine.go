@@ -12,7 +12,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/imageref"
@@ -99,8 +101,9 @@ type Container struct {
 	ID     string
 	Name   string
 	Labels map[string]string
-	// Ran is false for a container that never started: a waiter cannot
-	// have done anything, nor a user container that was never run.
+	// Ran is false for a container no start was ever asked of: a waiter
+	// cannot have done anything, nor a user container that was never
+	// run. One whose start failed ran, and is kept like one that failed.
 	Ran bool
 	// Running is true while it runs (or is paused): a waiter still
 	// waiting, which belongs to its action.
@@ -176,9 +179,12 @@ func (a *Auth) String() string {
 // GoString keeps the secret out of %#v too.
 func (a *Auth) GoString() string { return a.String() }
 
-// Exit is when the action container stopped.
+// Exit is when and how the action container stopped.
 type Exit struct {
 	At time.Time
+	// Code is its exit code, when Known: the engine answered with it.
+	Code  int
+	Known bool
 	// Removed: the container was gone before its exit could be read, and
 	// At is when the waiter learnt so.
 	Removed bool
@@ -205,3 +211,33 @@ func (e InputError) Error() string { return string(e) }
 
 // ExitCode makes the process exit with ExitInput.
 func (InputError) ExitCode() int { return ExitInput }
+
+// MissingSourceError is a create or start that failed on a bind whose
+// source the host lacks: Docker refuses a bind mount's missing source,
+// and containerd never makes one.
+type MissingSourceError struct {
+	Source string // the host path
+	Target string // where it was to be seen
+	Err    error
+}
+
+func (e *MissingSourceError) Error() string {
+	return fmt.Sprintf("%v (the host has no %s, bound at %s)", e.Err, e.Source, e.Target)
+}
+
+func (e *MissingSourceError) Unwrap() error { return e.Err }
+
+// StartExitCode is the exit code a run that could not start is given, as
+// a shell gives it: 127 when its command is not there, 126 when it cannot
+// be run, and 125, as docker run gives it, for any other failure of the
+// engine's.
+func StartExitCode(err error) int {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "executable file not found"), strings.Contains(msg, "no such file or directory"):
+		return 127
+	case strings.Contains(msg, "permission denied"), strings.Contains(msg, "exec format error"):
+		return 126
+	}
+	return 125
+}

@@ -24,6 +24,11 @@ const (
 	RoleWaiter   = "waiter"
 )
 
+// containerName is the name phase 1 gives the container of role for the
+// action named action. A container of an earlier run that still carries
+// it is that run's own; one kept since carries a name of its own.
+func containerName(action, role string) string { return action + "-waitdaemon-" + role }
+
 // labels marks a container of role for the action self.
 func labels(role, action, actionID string) map[string]string {
 	return map[string]string{LabelRole: role, LabelAction: action, LabelActionID: actionID}

@@ -117,11 +117,11 @@ func newHandoff(eng engine.Engine, self engine.Self, s Settings, verbose bool) *
 		Action:  containerRef{self.ID, self.Name},
 		FoundBy: self.FoundBy,
 		Wait:    s.Wait,
-		User:    engine.Spec{Name: self.Name + "-waitdaemon-user"},
-		Waiter:  engine.Spec{Name: self.Name + "-waitdaemon-waiter"},
+		User:    engine.Spec{Name: containerName(self.Name, RoleUser)},
+		Waiter:  engine.Spec{Name: containerName(self.Name, RoleWaiter)},
 	}
 	if s.FallbackImage != nil {
-		h.Fallback = &engine.Spec{Name: self.Name + "-waitdaemon-fallback"}
+		h.Fallback = &engine.Spec{Name: containerName(self.Name, RoleFallback)}
 	}
 	args := WaiterArgs{
 		UserContainer:   h.User.Name,
@@ -196,8 +196,9 @@ func (h *Handoff) print(w io.Writer) error {
 
 // clearLeftovers makes room for this run of the action: an earlier run's
 // waiter is removed (there are never two), its user or fallback container
-// that never started is removed, and one that ran is kept, out of the
-// way.
+// that was never started is removed, and one that ran, or whose start
+// failed, is kept, out of the way. One kept by a run before that already
+// has a name of its own, and stays as it is.
 func clearLeftovers(ctx context.Context, eng engine.Engine, self engine.Self, out io.Writer) error {
 	earlier, err := eng.List(ctx, LabelAction, self.Name)
 	if err != nil {
@@ -205,6 +206,9 @@ func clearLeftovers(ctx context.Context, eng engine.Engine, self engine.Self, ou
 	}
 	for _, e := range earlier {
 		role := e.Labels[LabelRole]
+		if role != RoleWaiter && e.Name != containerName(self.Name, role) {
+			continue
+		}
 		if role == RoleWaiter || !e.Ran {
 			if err := eng.Remove(ctx, e.ID); err != nil {
 				return fmt.Errorf("removing an earlier run's %s: %w", e.Name, err)

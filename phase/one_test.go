@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -177,6 +178,41 @@ func TestOneLeftovers(t *testing.T) {
 		if !strings.Contains(out, msg) {
 			t.Errorf("output lacks %q:\n%s", msg, out)
 		}
+	}
+}
+
+// TestOneLeftoversKeptOnce: a container an earlier run already kept
+// under a name of its own stays as it is; only the one that still carries
+// the plain name is kept anew, so three failing runs leave three names,
+// none renamed twice.
+func TestOneLeftoversKeptOnce(t *testing.T) {
+	eng := newFake()
+	eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
+	for run := 1; run <= 3; run++ {
+		id := fmt.Sprintf("%02d%062x", run, 0)
+		eng.Action.ID = id
+		if _, _, err := phaseOne(t, eng, "IMAGE=reboot:1"); err != nil {
+			t.Fatal(err)
+		}
+		// The run's waiter runs the user container, which fails.
+		var out bytes.Buffer
+		args := WaiterArgs{UserContainer: "act-waitdaemon-user", ActionContainer: id, ActionName: "act", LogTail: 1}
+		if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"act-waitdaemon-user", "act-waitdaemon-user-010000000000", "act-waitdaemon-user-020000000000", "act-waitdaemon-waiter"}
+	if got := eng.Names(); !slices.Equal(got, want) {
+		t.Errorf("containers (-want +got):\n-%q\n+%q", want, got)
+	}
+	keeps := 0
+	for _, c := range eng.Calls() {
+		if strings.HasPrefix(c, "Keep") {
+			keeps++
+		}
+	}
+	if keeps != 2 {
+		t.Errorf("%d Keeps, want 2 (one a re-run); calls:\n%s", keeps, strings.Join(eng.Calls(), "\n"))
 	}
 }
 

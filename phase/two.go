@@ -46,6 +46,10 @@ type result struct {
 	ExitCode int       `json:"exit_code"`
 	Attempts []attempt `json:"attempts"`
 	Fallback *attempt  `json:"fallback,omitempty"`
+	// ActionExitCode is the action's, when it failed: then NotStarted
+	// says why nothing was started, and ExitCode is -1.
+	ActionExitCode *int   `json:"action_exit_code,omitempty"`
+	NotStarted     string `json:"not_started,omitempty"`
 	BootID   string    `json:"boot_id,omitempty"`
 }
 
@@ -83,6 +87,9 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 	exit, err := eng.ActionExited(ctx, w.ActionContainer)
 	if err != nil {
 		return err
+	}
+	if exit.Known && exit.Code != 0 {
+		return w.actionFailed(ctx, exit.Code)
 	}
 	if !engine.Sleep(ctx, time.Until(exit.At.Add(time.Duration(w.WaitSeconds)*time.Second))) {
 		return w.cancel() // a signal during the action or the wait
@@ -178,11 +185,13 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 
 // run starts container and follows the run to its end: the one path of
 // the first run, the re-runs and the fallback. started, when set, hears
-// when the start was sent.
+// when the start was sent. A start that fails is a failed run: the
+// engine's word is its tail, and its exit code a shell's.
 func (w *waiter) run(ctx context.Context, container, what, since string, started func(time.Time)) (attempt, error) {
 	sent := time.Now()
 	if err := w.eng.Start(context.WithoutCancel(ctx), container); err != nil {
-		return attempt{}, fmt.Errorf("%s: %w", what, err)
+		logEvent(w.o.Stdout, "could not start a container", map[string]string{"container": container, "doing": what, "error": err.Error()})
+		return attempt{Container: container, ExitCode: engine.StartExitCode(err), LogTail: []string{"could not start: " + err.Error()}}, nil
 	}
 	if started != nil {
 		started(sent)
@@ -204,10 +213,6 @@ func (w *waiter) run(ctx context.Context, container, what, since string, started
 // containers that succeeded or never ran; a failed one is kept, named and
 // labelled, for its logs.
 func (w *waiter) finish(ctx context.Context, res result) error {
-	res.Action = w.ActionName
-	if id, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
-		res.BootID = strings.TrimSpace(string(id))
-	}
 	var remove []string
 	kept := res.ExitCode != 0
 	if !kept {
@@ -226,13 +231,32 @@ func (w *waiter) finish(ctx context.Context, res result) error {
 		}
 	}
 	errs := removeAll(ctx, w.eng, remove)
-	logEvent(w.o.Stdout, "result", res)
-	if w.ResultFile != "" {
-		if err := writeResult(w.ResultFile, res); err != nil {
-			errs = append(errs, err)
-		}
+	return errors.Join(append(errs, w.report(res))...)
+}
+
+// report logs the result, the waiter's last line, and writes the result
+// file when one was asked for.
+func (w *waiter) report(res result) error {
+	res.Action = w.ActionName
+	if id, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		res.BootID = strings.TrimSpace(string(id))
 	}
-	return errors.Join(errs...)
+	logEvent(w.o.Stdout, "result", res)
+	if w.ResultFile == "" {
+		return nil
+	}
+	return writeResult(w.ResultFile, res)
+}
+
+// actionFailed ends the waiter of an action that exited non-zero: phase 1
+// did not hand off (it was killed, say, before it could undo), so the
+// user container never starts. What phase 1 made is removed, and the
+// result says why.
+func (w *waiter) actionFailed(ctx context.Context, code int) error {
+	errs := removeAll(ctx, w.eng, []string{w.UserContainer, w.FallbackContainer})
+	why := fmt.Sprintf("the action container exited %d, so it did not hand off: nothing was started", code)
+	res := result{ExitCode: -1, Attempts: []attempt{}, ActionExitCode: &code, NotStarted: why}
+	return errors.Join(append(errs, w.report(res))...)
 }
 
 // cancel removes the containers that will now never start.
@@ -286,6 +310,9 @@ func writeResult(file string, res result) (err error) {
 		}
 	}()
 	if _, err = tmp.Write(append(data, '\n')); err == nil {
+		err = tmp.Chmod(resultMode(file))
+	}
+	if err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
@@ -302,6 +329,16 @@ func writeResult(file string, res result) (err error) {
 		dir.Close()
 	}
 	return nil
+}
+
+// resultMode is the mode the result file keeps: the one it has, else
+// readable by all, as files are made. (A temporary file is made 0600,
+// which the rename would otherwise give it.)
+func resultMode(file string) os.FileMode {
+	if fi, err := os.Stat(file); err == nil {
+		return fi.Mode().Perm()
+	}
+	return 0o644
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -267,17 +268,125 @@ func TestTwoTells(t *testing.T) {
 	}
 }
 
-// TestTwoStartFails: a start the engine refuses fails the waiter and
-// keeps the container for inspection.
+// TestTwoStartFails: a start the engine refuses is a failed attempt, with
+// the engine's word as its tail and a shell's exit code: the retries and
+// the fallback follow, the result is written, and the container is kept
+// for inspection.
 func TestTwoStartFails(t *testing.T) {
-	eng := waiterFake(false)
-	eng.Fail = map[string]error{"Start act-waitdaemon-user": os.ErrPermission}
-	err := Two(context.Background(), eng, waiterArgs(0, false), Options{Stdout: &bytes.Buffer{}})
-	if err == nil || !strings.Contains(err.Error(), "starting the user container (kept for inspection)") {
-		t.Errorf("error = %v", err)
+	cases := []struct {
+		name     string
+		err      error
+		retries  int
+		fallback bool
+		wantCode int
+	}{
+		{name: "no such binary", err: errors.New(`OCI runtime create failed: exec: "/no-such-binary": stat /no-such-binary: no such file or directory: unknown`), fallback: true, wantCode: 127},
+		{name: "not executable", err: errors.New(`exec: "/etc/passwd": permission denied`), retries: 2, wantCode: 126},
+		{name: "any other refusal", err: errors.New("500: the engine is out of sorts"), retries: 1, fallback: true, wantCode: 125},
 	}
-	if got := eng.Names(); !slices.Contains(got, "act-waitdaemon-user") {
-		t.Errorf("left: %q; want the user container kept", got)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := waiterFake(tc.fallback)
+			eng.Fail = map[string]error{"Start act-waitdaemon-user": tc.err}
+			args := waiterArgs(tc.retries, tc.fallback)
+			args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+			var out bytes.Buffer
+			if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
+				t.Fatalf("phase 2: %v\n%s", err, out.String())
+			}
+			res := lastResult(t, out.String())
+			if len(res.Attempts) != tc.retries+1 || res.ExitCode != tc.wantCode {
+				t.Fatalf("result = %+v; want %d attempts, exit %d", res, tc.retries+1, tc.wantCode)
+			}
+			for _, a := range res.Attempts {
+				if a.ExitCode != tc.wantCode || len(a.LogTail) != 1 || !strings.Contains(a.LogTail[0], tc.err.Error()) || !a.Kept {
+					t.Errorf("attempt %+v; want exit %d, the engine's word as its tail, kept", a, tc.wantCode)
+				}
+			}
+			if tc.fallback && (res.Fallback == nil || res.Fallback.ExitCode != 0) {
+				t.Errorf("fallback = %+v; want it run, exit 0", res.Fallback)
+			}
+			if data, err := os.ReadFile(args.ResultFile); err != nil || !strings.Contains(string(data), `"exit_code": `+strconv.Itoa(tc.wantCode)) {
+				t.Errorf("result file: %s (%v)", data, err)
+			}
+			if got := eng.Names(); !slices.Contains(got, "act-waitdaemon-user") {
+				t.Errorf("left: %q; want the user container kept", got)
+			}
+			// The next run of the action keeps it too: it was tried.
+			var next bytes.Buffer
+			if err := clearLeftovers(context.Background(), eng, eng.Action, &next); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(eng.Names(), "act-waitdaemon-user-"+shortID(actionID)) {
+				t.Errorf("after the next run's clearing: %q; want the user container kept under a new name\n%s", eng.Names(), next.String())
+			}
+		})
+	}
+}
+
+// TestTwoActionFailed: an action that exited non-zero (killed at the
+// agent's timeout, say, before phase 1 could undo) starts nothing: the
+// waiter removes what phase 1 made and writes a result that says why. An
+// action gone before its exit could be read is taken as handed off:
+// phase 1 removes what it made whenever it fails.
+func TestTwoActionFailed(t *testing.T) {
+	eng := waiterFake(true)
+	eng.ActionCode = 137
+	args := waiterArgs(0, true)
+	args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+	var out bytes.Buffer
+	if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(eng.Calls(), func(c string) bool { return strings.HasPrefix(c, "Start") }) {
+		t.Errorf("calls %q; want nothing started", eng.Calls())
+	}
+	if got := eng.Names(); !slices.Equal(got, []string{"act-waitdaemon-waiter"}) {
+		t.Errorf("left %q; want the waiter alone", got)
+	}
+	res := lastResult(t, out.String())
+	if res.ActionExitCode == nil || *res.ActionExitCode != 137 || res.ExitCode != -1 || len(res.Attempts) != 0 || !strings.Contains(res.NotStarted, "137") {
+		t.Errorf("result %+v; want action exit 137, exit -1, no attempts, and why", res)
+	}
+	if data, err := os.ReadFile(args.ResultFile); err != nil || !strings.Contains(string(data), `"action_exit_code": 137`) {
+		t.Errorf("result file: %s (%v)", data, err)
+	}
+
+	t.Run("removed before its exit was read", func(t *testing.T) {
+		eng := waiterFake(false)
+		eng.ActionRemoved = true
+		var out bytes.Buffer
+		if err := Two(context.Background(), eng, waiterArgs(0, false), Options{Stdout: &out}); err != nil {
+			t.Fatal(err)
+		}
+		if res := lastResult(t, out.String()); len(res.Attempts) != 1 || res.ActionExitCode != nil {
+			t.Errorf("result %+v; want the user container run", res)
+		}
+	})
+}
+
+// TestWriteResultMode: the result file keeps the mode it had; a new one
+// is readable by all (0644), whatever the temporary file's.
+func TestWriteResultMode(t *testing.T) {
+	dir := t.TempDir()
+	fresh := filepath.Join(dir, "new.json")
+	if err := writeResult(fresh, result{Action: "act"}); err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(dir, "kept.json")
+	if err := os.WriteFile(kept, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(kept, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeResult(kept, result{Action: "act"}); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]os.FileMode{fresh: 0o644, kept: 0o640} {
+		if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %v", filepath.Base(file), fi.Mode().Perm(), err, want)
+		}
 	}
 }
 

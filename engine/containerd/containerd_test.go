@@ -428,13 +428,13 @@ func TestEngineRun(t *testing.T) {
 	if err := e.C.TaskKill(ctx, id, 9, true); err != nil {
 		t.Fatal(err)
 	}
-	if x := <-exited; x.Removed || x.At.IsZero() {
-		t.Errorf("ActionExited() = %+v, want the exit's time", x)
+	if x := <-exited; x.Removed || x.At.IsZero() || !x.Known || x.Code != 137 {
+		t.Errorf("ActionExited() = %+v, want the exit's time and code 137 (SIGKILL)", x)
 	}
 	if _, err := e.C.TaskDelete(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if x, err := e.ActionExited(ctx, id); err != nil || !x.Removed {
+	if x, err := e.ActionExited(ctx, id); err != nil || !x.Removed || x.Known {
 		t.Errorf("ActionExited() of a deleted task = %+v, %v; want removed", x, err)
 	}
 	tr.calls()

@@ -265,11 +265,11 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 	case err != nil:
 		return engine.Exit{}, err
 	}
-	now := time.Now()
-	if exit.ExitedAt.IsZero() || exit.ExitedAt.After(now) {
-		return engine.Exit{At: now}, nil
+	out := engine.Exit{At: exit.ExitedAt, Code: int(exit.Status), Known: true}
+	if now := time.Now(); exit.ExitedAt.IsZero() || exit.ExitedAt.After(now) {
+		out.At = now
 	}
-	return engine.Exit{At: exit.ExitedAt}, nil
+	return out, nil
 }
 
 // waitTask waits for container id's task to exit. A wait that breaks

@@ -120,9 +120,18 @@ func (e *Engine) List(ctx context.Context, label, value string) ([]engine.Contai
 			name = strings.TrimPrefix(l.Names[0], "/")
 		}
 		running := l.State == "running" || l.State == "paused" || l.State == "restarting"
-		out = append(out, engine.Container{ID: l.ID, Name: name, Labels: l.Labels, Ran: l.State != "created", Running: running, State: l.State})
+		ran := l.State != "created" || e.startFailed(ctx, l.ID)
+		out = append(out, engine.Container{ID: l.ID, Name: name, Labels: l.Labels, Ran: ran, Running: running, State: l.State})
 	}
 	return out, nil
+}
+
+// startFailed reports whether a created container's start was tried and
+// failed: the engine then leaves it created, with the error and an exit
+// code in its state. The list does not say; its inspect does.
+func (e *Engine) startFailed(ctx context.Context, id string) bool {
+	ctr, err := e.C.ContainerInspect(ctx, id)
+	return err == nil && (ctr.State.Error != "" || ctr.State.ExitCode != 0)
 }
 
 // Keep renames the container, so that this run can use its name.

@@ -122,22 +122,23 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 		a.exit, a.err = e.waitAction(either, id)
 		waited <- a
 	}()
-	polled := make(chan time.Time, 1)
+	polled := make(chan engine.Exit, 1)
 	go pollExit(either, e.C, id, polled)
 	select {
-	case t := <-polled:
+	case exit := <-polled:
 		stop()
 		<-waited // it ends with the cancel
-		return engine.Exit{At: t}, nil
+		return exit, nil
 	case a := <-waited:
 		return a.exit, a.err
 	}
 }
 
 // pollExit inspects container every exitPollEvery, for exitPollFor at
-// most, and sends when it stopped once it has. It gives up quietly when
-// the container is gone or the engine does not answer: the wait says.
-func pollExit(ctx context.Context, c *dockerapi.Client, container string, exited chan<- time.Time) {
+// most, and sends when and how it stopped once it has. It gives up
+// quietly when the container is gone or the engine does not answer: the
+// wait says.
+func pollExit(ctx context.Context, c *dockerapi.Client, container string, exited chan<- engine.Exit) {
 	deadline := time.Now().Add(exitPollFor)
 	for time.Now().Before(deadline) && engine.Sleep(ctx, exitPollEvery) {
 		ctr, err := c.ContainerInspect(ctx, container)
@@ -148,7 +149,7 @@ func pollExit(ctx context.Context, c *dockerapi.Client, container string, exited
 			continue
 		}
 		if t, ok := finishedAt(ctr, time.Now()); ok {
-			exited <- t
+			exited <- engine.Exit{At: t, Code: ctr.State.ExitCode, Known: true}
 		}
 		return
 	}
@@ -166,8 +167,10 @@ func finishedAt(ctr dockerapi.Container, now time.Time) (time.Time, bool) {
 func (e *Engine) waitAction(ctx context.Context, id string) (engine.Exit, error) {
 	var lostSince time.Time
 	now := func() (engine.Exit, error) { return engine.Exit{At: time.Now()}, nil }
+	var wr dockerapi.WaitResponse
 	for {
-		_, err := e.C.ContainerWait(ctx, id, dockerapi.WaitNotRunning)
+		var err error
+		wr, err = e.C.ContainerWait(ctx, id, dockerapi.WaitNotRunning)
 		var lost *dockerapi.TransportError
 		switch {
 		case err == nil:
@@ -200,15 +203,18 @@ func (e *Engine) waitAction(ctx context.Context, id string) (engine.Exit, error)
 		}
 		break
 	}
-	at := time.Now()
+	// The wait's answer is the exit code; the inspect, when the
+	// container is still there, says when.
+	exit := engine.Exit{At: time.Now(), Code: wr.StatusCode, Known: true}
 	ctr, err := e.C.ContainerInspect(ctx, id)
 	if err != nil {
-		return engine.Exit{At: at, Removed: errors.Is(err, dockerapi.ErrNotFound)}, nil
+		exit.Removed = errors.Is(err, dockerapi.ErrNotFound)
+		return exit, nil
 	}
-	if t, ok := finishedAt(ctr, at); ok {
-		return engine.Exit{At: t}, nil
+	if t, ok := finishedAt(ctr, exit.At); ok {
+		exit.At = t
 	}
-	return engine.Exit{At: at}, nil
+	return exit, nil
 }
 
 // staleWaits bounds how often waitRun asks again after a wait that

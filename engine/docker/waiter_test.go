@@ -128,9 +128,10 @@ func TestActionExited(t *testing.T) {
 		runningFor  int // inspects that still show it running
 		wantExited  time.Time
 		wantRemoved bool
+		wantCode    int // known unless the container is gone
 	}{
-		{name: "the poll sees the exit first", waitBlocks: true, runningFor: 2, wantExited: finished},
-		{name: "the wait answers first", wantExited: finished},
+		{name: "the poll sees the exit first", waitBlocks: true, runningFor: 2, wantExited: finished, wantCode: 137},
+		{name: "the wait answers first", wantExited: finished, wantCode: 3},
 		{name: "gone", gone: true, wantRemoved: true},
 	}
 	for _, tc := range cases {
@@ -147,7 +148,7 @@ func TestActionExited(t *testing.T) {
 				case tc.waitBlocks:
 					<-r.Context().Done()
 				default:
-					fmt.Fprint(w, `{"StatusCode":0}`)
+					fmt.Fprint(w, `{"StatusCode":3}`)
 				}
 			})
 			mux.HandleFunc("/v1.41/containers/act/json", func(w http.ResponseWriter, r *http.Request) {
@@ -160,7 +161,7 @@ func TestActionExited(t *testing.T) {
 					fmt.Fprint(w, `{"message":"No such container: act"}`)
 					return
 				}
-				fmt.Fprintf(w, `{"Id":"act","State":{"Running":%v,"FinishedAt":%q}}`, running, finished.Format(time.RFC3339Nano))
+				fmt.Fprintf(w, `{"Id":"act","State":{"Running":%v,"ExitCode":%d,"FinishedAt":%q}}`, running, tc.wantCode, finished.Format(time.RFC3339Nano))
 			})
 			c := &dockerapi.Client{Socket: rr.Serve(t, mux)}
 			e := &Engine{C: c}
@@ -171,6 +172,9 @@ func TestActionExited(t *testing.T) {
 			exited, removed := exit.At, exit.Removed
 			if err != nil || removed != tc.wantRemoved {
 				t.Fatalf("ActionExited() = %v, removed %v, %v; want removed %v", exited, removed, err, tc.wantRemoved)
+			}
+			if exit.Known != !tc.gone || exit.Code != tc.wantCode {
+				t.Errorf("ActionExited() = exit code %d (known %v), want %d (known %v)", exit.Code, exit.Known, tc.wantCode, !tc.gone)
 			}
 			if !tc.wantExited.IsZero() && !exited.Equal(tc.wantExited) {
 				t.Errorf("ActionExited() = %v, want the engine's FinishedAt %v", exited, tc.wantExited)

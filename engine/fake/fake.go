@@ -37,8 +37,12 @@ type Engine struct {
 	// answer never came.
 	Fail map[string]error
 	Lost map[string]error
-	// ExitedAt is when the action container stopped (zero: now).
-	ExitedAt time.Time
+	// ExitedAt is when the action container stopped (zero: now), and
+	// ActionCode its exit code; ActionRemoved makes it gone before its
+	// exit could be read, its code unknown.
+	ExitedAt      time.Time
+	ActionCode    int
+	ActionRemoved bool
 	// Block makes ActionExited (key "ActionExited") or Follow (key
 	// "Follow <name>") wait until ctx ends.
 	Block map[string]bool
@@ -61,6 +65,7 @@ type container struct {
 	labels   map[string]string
 	create   any
 	starts   int
+	tried    bool // a start was asked for, whether or not it started
 	running  bool
 }
 
@@ -194,7 +199,7 @@ func (e *Engine) List(_ context.Context, label, value string) ([]engine.Containe
 			case c.starts > 0:
 				state = "exited"
 			}
-			out = append(out, engine.Container{ID: c.id, Name: c.name, Labels: c.labels, Ran: c.starts > 0, Running: c.running, State: state})
+			out = append(out, engine.Container{ID: c.id, Name: c.name, Labels: c.labels, Ran: c.starts > 0 || c.tried, Running: c.running, State: state})
 		}
 	}
 	return out, nil
@@ -296,13 +301,14 @@ func (e *Engine) Create(_ context.Context, spec engine.Spec) (string, error) {
 
 func (e *Engine) Start(_ context.Context, id string) error {
 	err, do := e.call("Start", e.nameOf(id))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.find(id)
+	if c == nil {
+		return fmt.Errorf("starting %s: no such container", id)
+	}
+	c.tried = true
 	if do {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		c := e.find(id)
-		if c == nil {
-			return fmt.Errorf("starting %s: no such container", id)
-		}
 		c.starts++
 		c.running = true
 	}
@@ -340,7 +346,10 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 	if at.IsZero() {
 		at = time.Now()
 	}
-	return engine.Exit{At: at}, nil
+	if e.ActionRemoved {
+		return engine.Exit{At: at, Removed: true}, nil
+	}
+	return engine.Exit{At: at, Code: e.ActionCode, Known: true}, nil
 }
 
 func (e *Engine) Follow(ctx context.Context, id string, sent time.Time, tail int, since string) (engine.Run, error) {
