@@ -71,7 +71,7 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 	// The waiter's create goes first, alone: two creates at once slow
 	// each other, and this one is on the way to the start.
 	if h.Waiter.ID, err = eng.Create(ctx, h.Waiter); err != nil {
-		return err
+		return missingResultDir(err, s.ResultFile)
 	}
 	started := make(chan error, 1)
 	go func() { started <- eng.Start(ctx, h.Waiter.ID) }()
@@ -277,6 +277,18 @@ func (h *Handoff) confirmResultFile(ctx context.Context, eng engine.Engine, file
 		err = errors.New("it ended without a word")
 	}
 	return fmt.Errorf("the waiter did not say whether it can write WAITDAEMON_RESULT_FILE=%q: %w", file, err)
+}
+
+// missingResultDir is the bad input of a result file whose directory the
+// host lacks, which the engine found at the waiter's create; other errors
+// pass as they are. Nothing makes the directory: one made on the host's
+// in-memory root would lose the result at the reboot.
+func missingResultDir(err error, file string) error {
+	var missing *engine.MissingSourceError
+	if file == "" || !errors.As(err, &missing) || missing.Source != path.Dir(file) {
+		return err
+	}
+	return bad("WAITDAEMON_RESULT_FILE", file, "a file in a directory the host has; the host has no "+missing.Source+" (mount the disk first, or create the directory)")
 }
 
 // lineWriter calls line with each whole line written to it.

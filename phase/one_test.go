@@ -326,3 +326,28 @@ func TestPlan(t *testing.T) {
 		t.Errorf("plan of a container without IMAGE: %v", err)
 	}
 }
+
+// TestOneResultDirMissing: a result file in a directory the host lacks,
+// which the engine finds at the waiter's create, is bad input naming the
+// variable and the directory, and leaves nothing.
+func TestOneResultDirMissing(t *testing.T) {
+	eng := newFake()
+	eng.Fail = map[string]error{"Create act-waitdaemon-waiter": &engine.MissingSourceError{
+		Source: "/mnt/target/var/wd", Target: ResultDir, Err: errors.New("bind source path does not exist: /mnt/target/var/wd"),
+	}}
+	_, _, err := phaseOne(t, eng, "IMAGE=reboot:1", "WAITDAEMON_RESULT_FILE=/mnt/target/var/wd/result.json")
+	if exitCode(err) != engine.ExitInput || !strings.Contains(err.Error(), `WAITDAEMON_RESULT_FILE="/mnt/target/var/wd/result.json"`) ||
+		!strings.Contains(err.Error(), "the host has no /mnt/target/var/wd") {
+		t.Errorf("phase 1: %v (exit %d); want bad input naming the variable and the directory", err, exitCode(err))
+	}
+	if got := eng.Names(); len(got) != 0 {
+		t.Errorf("left %q; want nothing", got)
+	}
+	// Another bind's missing source is the engine's error, as it is.
+	eng = newFake()
+	other := &engine.MissingSourceError{Source: "/srv", Target: "/srv", Err: errors.New("no such file or directory")}
+	eng.Fail = map[string]error{"Create act-waitdaemon-waiter": other}
+	if _, _, err := phaseOne(t, eng, "IMAGE=reboot:1", "WAITDAEMON_RESULT_FILE=/mnt/target/var/wd/result.json"); !errors.Is(err, other) || exitCode(err) == engine.ExitInput {
+		t.Errorf("phase 1: %v; want the engine's error", err)
+	}
+}

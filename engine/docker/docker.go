@@ -229,7 +229,7 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 	p := spec.Create.(*planned)
 	created, err := e.C.ContainerCreate(ctx, spec.Name, p.CreateRequest)
 	if err != nil {
-		return "", err
+		return "", missingSource(err, p.HostConfig.Mounts)
 	}
 	for network, ep := range p.connect {
 		if err := e.C.NetworkConnect(ctx, network, created.ID, ep); err != nil {
@@ -237,6 +237,21 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 		}
 	}
 	return created.ID, nil
+}
+
+// missingSource names the bind mount of mounts whose source the engine
+// found missing, in an error phase 1 tells apart.
+func missingSource(err error, mounts []dockerapi.Mount) error {
+	msg := err.Error()
+	if !strings.Contains(msg, "bind source path does not exist") && !strings.Contains(msg, "no such file or directory") {
+		return err
+	}
+	for _, m := range mounts {
+		if m.Type == "bind" && strings.Contains(msg, m.Source) {
+			return &engine.MissingSourceError{Source: m.Source, Target: m.Target, Err: err}
+		}
+	}
+	return err
 }
 
 // Start starts a created container.

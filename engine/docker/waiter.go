@@ -23,8 +23,13 @@ const engineDir = "/run/waitdaemon-engine"
 func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 	ctr := s.Detail.(*self).ctr
 	binds, socket := engineBind(socketSource(ctr, e.C.SocketPath()))
+	// The result file's directory is a bind mount, not a bind: the engine
+	// makes a missing bind's source (on the host's in-memory root, where
+	// the result would vanish at the reboot), and refuses a missing bind
+	// mount's.
+	var mounts []dockerapi.Mount
 	if want.Bind.Host != "" {
-		binds = append(binds, want.Bind.Host+":"+want.Bind.Container)
+		mounts = append(mounts, dockerapi.Mount{Type: "bind", Source: want.Bind.Host, Target: want.Bind.Container})
 	}
 	create := dockerapi.CreateRequest{
 		Config: dockerapi.Config{
@@ -36,6 +41,7 @@ func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 		},
 		HostConfig: dockerapi.HostConfig{
 			Binds:       binds,
+			Mounts:      mounts,
 			NetworkMode: "host",
 			AutoRemove:  true,
 			LogConfig:   ctr.HostConfig.LogConfig,

@@ -2,7 +2,9 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/internal/rr"
 )
 
@@ -183,5 +186,38 @@ func TestActionExited(t *testing.T) {
 				t.Errorf("ActionExited() took %v", took)
 			}
 		})
+	}
+}
+
+// TestWaiterResultMount: the result file's directory reaches the waiter
+// as a bind mount, which the engine refuses when the host lacks its
+// source (a bind it would make, on the host's in-memory root), and Create
+// says which source is missing. The message is Docker 20.10's.
+func TestWaiterResultMount(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/_ping", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Api-Version", "1.41") })
+	var body []byte
+	mux.HandleFunc("/v1.41/containers/create", func(w http.ResponseWriter, r *http.Request) {
+		body, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"message":"invalid mount config for type \"bind\": bind source path does not exist: /mnt/target/var/wd"}`)
+	})
+	e := &Engine{C: &dockerapi.Client{Socket: rr.Serve(t, mux)}}
+	act := engine.Self{ID: "act", Name: "act", Detail: &self{ctr: dockerapi.Container{ID: "act", Image: "sha256:wd"}}}
+	spec := e.PlanWaiter(act, engine.Waiter{Name: "act-waitdaemon-waiter", Bind: engine.Bind{Host: "/mnt/target/var/wd", Container: "/run/waitdaemon-result"}})
+	hc := spec.Create.(*planned).HostConfig
+	want := []dockerapi.Mount{{Type: "bind", Source: "/mnt/target/var/wd", Target: "/run/waitdaemon-result"}}
+	if !slices.EqualFunc(hc.Mounts, want, func(a, b dockerapi.Mount) bool { return a.Type == b.Type && a.Source == b.Source && a.Target == b.Target && !a.ReadOnly }) ||
+		slices.ContainsFunc(hc.Binds, func(b string) bool { return strings.Contains(b, "/mnt/target") }) {
+		t.Errorf("binds %q, mounts %+v; want the result directory as a bind mount alone", hc.Binds, hc.Mounts)
+	}
+	_, err := e.Create(context.Background(), spec)
+	var missing *engine.MissingSourceError
+	if !errors.As(err, &missing) || missing.Source != "/mnt/target/var/wd" || missing.Target != "/run/waitdaemon-result" {
+		t.Errorf("Create() = %v; want the missing source named", err)
+	}
+	if !strings.Contains(string(body), `"Mounts":[{"Type":"bind","Source":"/mnt/target/var/wd","Target":"/run/waitdaemon-result"}]`) {
+		t.Errorf("create body %s; want the bind mount", body)
 	}
 }
