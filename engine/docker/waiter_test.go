@@ -208,7 +208,9 @@ func TestWaiterResultMount(t *testing.T) {
 	spec := e.PlanWaiter(act, engine.Waiter{Name: "act-waitdaemon-waiter", Bind: engine.Bind{Host: "/mnt/target/var/wd", Container: "/run/waitdaemon-result"}})
 	hc := spec.Create.(*planned).HostConfig
 	want := []dockerapi.Mount{{Type: "bind", Source: "/mnt/target/var/wd", Target: "/run/waitdaemon-result"}}
-	if !slices.EqualFunc(hc.Mounts, want, func(a, b dockerapi.Mount) bool { return a.Type == b.Type && a.Source == b.Source && a.Target == b.Target && !a.ReadOnly }) ||
+	if !slices.EqualFunc(hc.Mounts, want, func(a, b dockerapi.Mount) bool {
+		return a.Type == b.Type && a.Source == b.Source && a.Target == b.Target && !a.ReadOnly
+	}) ||
 		slices.ContainsFunc(hc.Binds, func(b string) bool { return strings.Contains(b, "/mnt/target") }) {
 		t.Errorf("binds %q, mounts %+v; want the result directory as a bind mount alone", hc.Binds, hc.Mounts)
 	}
