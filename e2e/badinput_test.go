@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -121,5 +122,26 @@ func TestUnwritableResultFile(t *testing.T) {
 				}
 			})
 		}
+		// A directory the host lacks is never made: on the host's
+		// in-memory root, the result would vanish at the reboot.
+		t.Run("a directory the host lacks", func(t *testing.T) {
+			out, missing := t.TempDir(), filepath.Join(t.TempDir(), "target", "var")
+			file := filepath.Join(missing, "result.json")
+			r := e.run(t, tinkAgent, action{
+				name: "e2e result no dir", command: []string{"x"}, volumes: []string{out + ":/out"},
+				env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "0", "WAITDAEMON_RESULT_FILE": file},
+			})
+			want := fmt.Sprintf("WAITDAEMON_RESULT_FILE=%q: expected a file in a directory the host has; the host has no %s", file, missing)
+			if r.ExitCode != 2 || !strings.Contains(r.Logs, want) {
+				t.Errorf("exit %d, output:\n%s\nwant exit 2 and %q", r.ExitCode, r.Logs, want)
+			}
+			waitGone(t, e, r.ID, 5*time.Second)
+			if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the missing directory: %v; want it still missing", err)
+			}
+			if _, ran := readProbe(t, out, "probe"); ran {
+				t.Error("the user container ran")
+			}
+		})
 	})
 }

@@ -309,26 +309,6 @@ func setupContainerd(t *testing.T) (*containerdapi.Client, *containerd.Engine, s
 	return c, containerd.New(c), actionImg
 }
 
-// TestContainerdResultDirMissing: a result file in a directory the host
-// lacks fails phase 1 (containerd makes no missing bind source), naming
-// the directory, and leaves nothing.
-func TestContainerdResultDirMissing(t *testing.T) {
-	c, eng, actionImg := setupContainerd(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	missing := filepath.Join(t.TempDir(), "missing")
-	r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
-		name: "tinkerbell_cd-nodir_01JE2E" + randomHex(10), fails: true,
-		env: []string{"IMAGE=docker.io/library/" + probeImage}, result: filepath.Join(missing, "result.json"),
-	})
-	if !strings.Contains(r.phase1, "the host has no "+missing) {
-		t.Errorf("phase 1 exited %d and said:\n%s\nwant it to name the missing directory", r.exit, r.phase1)
-	}
-	if list, err := eng.List(ctx, phase.LabelActionID, r.id); err != nil || len(list) != 0 {
-		t.Errorf("left %+v, %v; want nothing", list, err)
-	}
-}
-
 // TestContainerdDryRun: the dry run prints the plan on containerd, the
 // containers' records with their specs, and creates nothing.
 func TestContainerdDryRun(t *testing.T) {
