@@ -10,12 +10,15 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -42,6 +45,9 @@ type Engine struct {
 	// root is the root of the file system this process sees: "" is /.
 	// Tests set it.
 	root string
+	// sources reads what this process sees of itself (nil:
+	// selfid.Read). Tests set it.
+	sources func(override string) selfid.Sources
 }
 
 // saidFile is where the waiter leaves, in its own root file system, the
@@ -84,22 +90,97 @@ func (e *Engine) Reach(ctx context.Context) error {
 	return err
 }
 
-// Self confirms the candidates for our own ID in order, and takes the
-// first that is a running container.
+// Self finds the action's own container. The override is taken as given
+// when it runs. selfid's other candidates are clues, not proof: under
+// NetworkMode container:X with a private cgroup namespace, the action has
+// X's /etc/hosts, /etc/hostname and hostname, X is a candidate that
+// exists and runs, and the action's own ID appears nowhere. So Self
+// leaves a token of its own in its root file system and takes the
+// running candidate in which the engine finds it. Where no token can be
+// written (a read-only root), or the engine cannot look for it, a
+// candidate counts only as the one running container among them.
 func (e *Engine) Self(ctx context.Context, override string) (engine.Self, error) {
+	read := e.sources
+	if read == nil {
+		read = selfid.Read
+	}
+	token, terr := e.leaveToken()
+	if terr == nil {
+		defer os.Remove(filepath.Join(e.rootDir(), token))
+	}
 	var tried []string
-	for _, cand := range selfid.Candidates(selfid.Read(override)) {
+	var unconfirmed []engine.Self // running, by distinct ID
+	for _, cand := range selfid.Candidates(read(override)) {
 		ctr, err := e.C.ContainerInspect(ctx, cand.ID)
 		switch {
 		case errors.Is(err, dockerapi.ErrNotFound):
+			tried = append(tried, fmt.Sprintf("%s %s", cand.Method, cand.ID))
+			continue
 		case err != nil:
 			return engine.Self{}, fmt.Errorf("finding this action's container: %w", err)
-		case ctr.State.Running:
+		case !ctr.State.Running:
+			tried = append(tried, fmt.Sprintf("%s %s (not running)", cand.Method, cand.ID))
+			continue
+		case cand.Method == selfid.Override:
 			return toSelf(ctr, string(cand.Method)), nil
+		}
+		if terr == nil {
+			_, err := e.C.ContainerStatPath(ctx, ctr.ID, token)
+			var ae *dockerapi.Error
+			switch {
+			case err == nil:
+				return toSelf(ctr, string(cand.Method)), nil
+			case errors.Is(err, dockerapi.ErrNotFound):
+				tried = append(tried, fmt.Sprintf("%s %s (another container)", cand.Method, cand.ID))
+				continue
+			case !errors.As(err, &ae):
+				return engine.Self{}, fmt.Errorf("finding this action's container: %w", err)
+			}
+			// The engine answered, and cannot look: fall back.
+			terr = err
+		}
+		if !slices.ContainsFunc(unconfirmed, func(s engine.Self) bool { return s.ID == ctr.ID }) {
+			unconfirmed = append(unconfirmed, toSelf(ctr, string(cand.Method)))
 		}
 		tried = append(tried, fmt.Sprintf("%s %s", cand.Method, cand.ID))
 	}
+	if terr != nil && len(unconfirmed) == 1 {
+		return unconfirmed[0], nil
+	}
+	if terr != nil && len(unconfirmed) > 1 {
+		tried = append(tried, fmt.Sprintf("%d run, and none could be confirmed as this one: %v", len(unconfirmed), terr))
+	}
 	return engine.Self{}, notFound(tried)
+}
+
+// tokenPrefix begins the name of the file Self leaves in its own root.
+const tokenPrefix = "/.waitdaemon-self-"
+
+// leaveToken makes a file of a random name at the root of this process's
+// file system, for the engine to find in the one container that is this
+// one, and returns its path there.
+func (e *Engine) leaveToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("leaving a token to find this container by: %w", err)
+	}
+	token := tokenPrefix + hex.EncodeToString(b[:])
+	f, err := os.OpenFile(filepath.Join(e.rootDir(), token), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("leaving a token to find this container by: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("leaving a token to find this container by: %w", err)
+	}
+	return token, nil
+}
+
+// rootDir is the root of this process's file system.
+func (e *Engine) rootDir() string {
+	if e.root == "" {
+		return "/"
+	}
+	return e.root
 }
 
 // notFound is the bad input of a container that cannot find itself.
@@ -334,11 +415,7 @@ func (e *Engine) readSaid(ctx context.Context, id string) (string, error) {
 // waiter's image is FROM scratch and it runs as root: its root file
 // system is writable.
 func (e *Engine) Tell(_ context.Context, line []byte) error {
-	root := e.root
-	if root == "" {
-		root = "/"
-	}
-	file := filepath.Join(root, saidFile)
+	file := filepath.Join(e.rootDir(), saidFile)
 	tmp := file + ".new"
 	if err := os.WriteFile(tmp, append(bytes.Clone(line), '\n'), 0o644); err != nil {
 		return fmt.Errorf("telling phase 1: %w", err)
