@@ -185,6 +185,8 @@ type request struct {
 	// stream exempts a call that waits on the engine's events (a
 	// container wait) from RequestTimeout.
 	stream bool
+	// answered, when set, receives the answer's headers.
+	answered *http.Header
 }
 
 // send is the request funnel: it negotiates, marshals, sends with retries,
@@ -270,6 +272,9 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 		return withCause(ctx, err)
 	}
 	defer resp.Body.Close()
+	if r.answered != nil {
+		*r.answered = resp.Header
+	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil

@@ -2,12 +2,14 @@ package dockerapi
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -225,4 +227,71 @@ func (c *Client) ContainerRename(ctx context.Context, id, name string) error {
 		return fmt.Errorf("renaming container %q to %q: %w", id, name, err)
 	}
 	return nil
+}
+
+// PathStat is a path's stat in a container's file system, as HEAD and
+// GET /containers/{id}/archive give it in their X-Docker-Container-Path-Stat
+// header (JSON, in base64).
+type PathStat struct {
+	Name       string      `json:"name"`
+	Size       int64       `json:"size"`
+	Mode       os.FileMode `json:"mode"`
+	Mtime      string      `json:"mtime"`
+	LinkTarget string      `json:"linkTarget"`
+}
+
+// pathStatHeader is the header that carries a PathStat.
+const pathStatHeader = "X-Docker-Container-Path-Stat"
+
+// pathStat decodes the PathStat in header h; the zero PathStat when it
+// has none.
+func pathStat(h http.Header) (PathStat, error) {
+	var st PathStat
+	v := h.Get(pathStatHeader)
+	if v == "" {
+		return st, nil
+	}
+	data, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		return st, fmt.Errorf("decoding %s: %w", pathStatHeader, err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return st, fmt.Errorf("decoding %s: %w", pathStatHeader, err)
+	}
+	return st, nil
+}
+
+// ContainerStatPath stats path in a container's file system (HEAD
+// /containers/{id}/archive). A path that is not there gives an error for
+// which errors.Is(err, ErrNotFound) holds, as does a container that is
+// not.
+func (c *Client) ContainerStatPath(ctx context.Context, id, path string) (PathStat, error) {
+	var h http.Header
+	err := c.do(ctx, request{method: http.MethodHead, path: "/containers/" + url.PathEscape(id) + "/archive", query: url.Values{"path": {path}}, ok: []int{200}, repeat: asFirst, answered: &h}, nil)
+	if err != nil {
+		return PathStat{}, fmt.Errorf("looking for %s in container %q: %w", path, id, err)
+	}
+	st, err := pathStat(h)
+	if err != nil {
+		return PathStat{}, fmt.Errorf("looking for %s in container %q: %w", path, id, err)
+	}
+	return st, nil
+}
+
+// ContainerArchive copies path out of a container's file system (GET
+// /containers/{id}/archive): a tar stream of the file, or of the
+// directory and all below it, which the caller reads and closes. A path
+// that is not there gives an error for which errors.Is(err, ErrNotFound)
+// holds, as does a container that is not.
+func (c *Client) ContainerArchive(ctx context.Context, id, path string) (io.ReadCloser, PathStat, error) {
+	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/containers/" + url.PathEscape(id) + "/archive", query: url.Values{"path": {path}}, ok: []int{200}, repeat: asFirst})
+	if err != nil {
+		return nil, PathStat{}, fmt.Errorf("copying %s from container %q: %w", path, id, err)
+	}
+	st, err := pathStat(resp.Header)
+	if err != nil {
+		resp.Body.Close()
+		return nil, PathStat{}, fmt.Errorf("copying %s from container %q: %w", path, id, err)
+	}
+	return resp.Body, st, nil
 }

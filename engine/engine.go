@@ -198,6 +198,9 @@ type Run struct {
 	StartedAt  string
 	FinishedAt string
 	Output     []string // the last lines
+	// Note says why Output is empty when the engine cannot give it: a
+	// log driver that cannot be read back.
+	Note string
 }
 
 // ExitInput is the exit code of bad input.

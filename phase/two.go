@@ -63,6 +63,7 @@ type attempt struct {
 	StartedAt  string   `json:"started_at,omitempty"`
 	FinishedAt string   `json:"finished_at,omitempty"`
 	LogTail    []string `json:"log_tail"`
+	LogNote    string   `json:"log_note,omitempty"`
 	Kept       bool     `json:"kept"`
 }
 
@@ -205,7 +206,7 @@ func (w *waiter) run(ctx context.Context, container, what, since string, started
 	}
 	return attempt{
 		Container: container, Image: r.Image, Command: r.Command, ExitCode: r.ExitCode,
-		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, LogTail: r.Output,
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, LogTail: r.Output, LogNote: r.Note,
 	}, nil
 }
 

@@ -1,8 +1,12 @@
 // Package selfid lists the candidates for the ID of the container this process
 // runs in, from what the process can see of itself: an explicit override, its
 // cgroup paths, its mount table and its hostname. Each candidate is tagged with
-// the method that found it. None of them is proof: the caller confirms them in
-// order (for example with a Docker inspect) and takes the first that exists.
+// the method that found it. None of them is proof, and that one exists and
+// runs is not proof either: under NetworkMode container:X, the mount table's
+// /etc/hosts, /etc/hostname and /etc/resolv.conf and the hostname are X's, so
+// X is a candidate, and with a private cgroup namespace the container's own
+// ID appears nowhere. The caller confirms identity: the Docker engine leaves a
+// token in its own root file system and asks which candidate holds it.
 //
 // On containerd, ContainerdCgroup reads the containerd namespace and the
 // container ID from the same cgroup paths, and RootUpperdir the root

@@ -29,6 +29,14 @@ type self struct {
 // or tink-agent's nerdctl/name), else the one the cgroup path names, else
 // the one whose snapshot is the root overlay's upperdir. Each must be
 // there and its task running.
+//
+// Unlike Docker's Self (engine/docker), it needs no token to confirm
+// what it finds: neither clue can name another container. The cgroup
+// path /<namespace>/<id> is the process's own cgroup, which a shared
+// network, UTS or IPC namespace does not change; and the root overlay's
+// upperdir is the container's own writable snapshot, which no other
+// container mounts as its root. Files that another container shares
+// (/etc/hosts and the like under NetworkMode container:X) are not read.
 func (e *Engine) Self(ctx context.Context, override string) (engine.Self, error) {
 	var tried []string
 	if override != "" {

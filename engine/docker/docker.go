@@ -7,11 +7,18 @@
 package docker
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,13 +30,29 @@ import (
 	"github.com/waitdaemon/waitdaemon/selfid"
 )
 
+var (
+	_ engine.Engine = (*Engine)(nil)
+	_ engine.Teller = (*Engine)(nil)
+)
+
 // Engine is a Docker engine, or Podman's Docker-compatible API.
 type Engine struct {
 	C *dockerapi.Client
 	// Log, when set, hears what the engine does on its own, such as
 	// asking again after losing the engine.
 	Log io.Writer
+
+	// root is the root of the file system this process sees: "" is /.
+	// Tests set it.
+	root string
+	// sources reads what this process sees of itself (nil:
+	// selfid.Read). Tests set it.
+	sources func(override string) selfid.Sources
 }
+
+// saidFile is where the waiter leaves, in its own root file system, the
+// line it tells phase 1 (Tell).
+const saidFile = "/waitdaemon-said"
 
 // planned is the create request of a planned container, with what must
 // follow the create: below API 1.44 a container is created on one network
@@ -67,22 +90,97 @@ func (e *Engine) Reach(ctx context.Context) error {
 	return err
 }
 
-// Self confirms the candidates for our own ID in order, and takes the
-// first that is a running container.
+// Self finds the action's own container. The override is taken as given
+// when it runs. selfid's other candidates are clues, not proof: under
+// NetworkMode container:X with a private cgroup namespace, the action has
+// X's /etc/hosts, /etc/hostname and hostname, X is a candidate that
+// exists and runs, and the action's own ID appears nowhere. So Self
+// leaves a token of its own in its root file system and takes the
+// running candidate in which the engine finds it. Where no token can be
+// written (a read-only root), or the engine cannot look for it, a
+// candidate counts only as the one running container among them.
 func (e *Engine) Self(ctx context.Context, override string) (engine.Self, error) {
+	read := e.sources
+	if read == nil {
+		read = selfid.Read
+	}
+	token, terr := e.leaveToken()
+	if terr == nil {
+		defer os.Remove(filepath.Join(e.rootDir(), token))
+	}
 	var tried []string
-	for _, cand := range selfid.Candidates(selfid.Read(override)) {
+	var unconfirmed []engine.Self // running, by distinct ID
+	for _, cand := range selfid.Candidates(read(override)) {
 		ctr, err := e.C.ContainerInspect(ctx, cand.ID)
 		switch {
 		case errors.Is(err, dockerapi.ErrNotFound):
+			tried = append(tried, fmt.Sprintf("%s %s", cand.Method, cand.ID))
+			continue
 		case err != nil:
 			return engine.Self{}, fmt.Errorf("finding this action's container: %w", err)
-		case ctr.State.Running:
+		case !ctr.State.Running:
+			tried = append(tried, fmt.Sprintf("%s %s (not running)", cand.Method, cand.ID))
+			continue
+		case cand.Method == selfid.Override:
 			return toSelf(ctr, string(cand.Method)), nil
+		}
+		if terr == nil {
+			_, err := e.C.ContainerStatPath(ctx, ctr.ID, token)
+			var ae *dockerapi.Error
+			switch {
+			case err == nil:
+				return toSelf(ctr, string(cand.Method)), nil
+			case errors.Is(err, dockerapi.ErrNotFound):
+				tried = append(tried, fmt.Sprintf("%s %s (another container)", cand.Method, cand.ID))
+				continue
+			case !errors.As(err, &ae):
+				return engine.Self{}, fmt.Errorf("finding this action's container: %w", err)
+			}
+			// The engine answered, and cannot look: fall back.
+			terr = err
+		}
+		if !slices.ContainsFunc(unconfirmed, func(s engine.Self) bool { return s.ID == ctr.ID }) {
+			unconfirmed = append(unconfirmed, toSelf(ctr, string(cand.Method)))
 		}
 		tried = append(tried, fmt.Sprintf("%s %s", cand.Method, cand.ID))
 	}
+	if terr != nil && len(unconfirmed) == 1 {
+		return unconfirmed[0], nil
+	}
+	if terr != nil && len(unconfirmed) > 1 {
+		tried = append(tried, fmt.Sprintf("%d run, and none could be confirmed as this one: %v", len(unconfirmed), terr))
+	}
 	return engine.Self{}, notFound(tried)
+}
+
+// tokenPrefix begins the name of the file Self leaves in its own root.
+const tokenPrefix = "/.waitdaemon-self-"
+
+// leaveToken makes a file of a random name at the root of this process's
+// file system, for the engine to find in the one container that is this
+// one, and returns its path there.
+func (e *Engine) leaveToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("leaving a token to find this container by: %w", err)
+	}
+	token := tokenPrefix + hex.EncodeToString(b[:])
+	f, err := os.OpenFile(filepath.Join(e.rootDir(), token), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("leaving a token to find this container by: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("leaving a token to find this container by: %w", err)
+	}
+	return token, nil
+}
+
+// rootDir is the root of this process's file system.
+func (e *Engine) rootDir() string {
+	if e.root == "" {
+		return "/"
+	}
+	return e.root
 }
 
 // notFound is the bad input of a container that cannot find itself.
@@ -257,9 +355,111 @@ func missingSource(err error, mounts []dockerapi.Mount) error {
 // Start starts a created container.
 func (e *Engine) Start(ctx context.Context, id string) error { return e.C.ContainerStart(ctx, id) }
 
-// Output follows the container's log stream.
+// Output follows the container's log stream. A log that cannot be read
+// back (log driver none, or syslog, gelf, fluentd… with the engine's
+// cache disabled) gives, instead, what the container told (Tell).
 func (e *Engine) Output(ctx context.Context, id string, w io.Writer) error {
-	return e.C.ContainerLogs(ctx, id, dockerapi.LogsOptions{Follow: true}, w, io.Discard)
+	err := e.C.ContainerLogs(ctx, id, dockerapi.LogsOptions{Follow: true}, w, io.Discard)
+	if _, ok := unreadable(err); ok {
+		return e.told(ctx, id, w)
+	}
+	return err
+}
+
+// outputPoll is the pause between two looks at what a container told.
+const outputPoll = 100 * time.Millisecond
+
+// maxSaid bounds the told file read.
+const maxSaid = 64 << 10
+
+// told passes on the lines the container tells (Tell), until it stops
+// or ctx ends: the file it leaves them in, each time it changes. A
+// container cannot relabel itself on Docker; it can write its own file
+// system, which the engine reads.
+func (e *Engine) told(ctx context.Context, id string, w io.Writer) error {
+	said := ""
+	for {
+		ctr, err := e.C.ContainerInspect(ctx, id)
+		gone := errors.Is(err, dockerapi.ErrNotFound)
+		if err != nil && !gone {
+			return fmt.Errorf("following container %s: %w", id, err)
+		}
+		stopped := gone || !ctr.State.Running && ctr.State.Status != "created"
+		if !gone {
+			// Read after the state: a line told before the exit is
+			// in the file when the exit is seen.
+			line, err := e.readSaid(ctx, id)
+			switch {
+			case errors.Is(err, dockerapi.ErrNotFound): // nothing told yet, or gone
+			case err != nil:
+				return fmt.Errorf("following container %s: %w", id, err)
+			case line != "" && line != said:
+				said = line
+				if _, err := io.WriteString(w, line+"\n"); err != nil {
+					return err
+				}
+			}
+		}
+		if stopped {
+			return nil
+		}
+		if !engine.Sleep(ctx, outputPoll) {
+			return ctx.Err()
+		}
+	}
+}
+
+// readSaid reads the told file out of container id: the last line told.
+func (e *Engine) readSaid(ctx context.Context, id string) (string, error) {
+	rc, _, err := e.C.ContainerArchive(ctx, id, saidFile)
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", saidFile, err)
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, maxSaid))
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", saidFile, err)
+		}
+		return strings.TrimRight(string(data), "\n"), nil
+	}
+}
+
+// Tell leaves line in the file saidFile of this process's own root file
+// system, whole (written aside, then renamed), for Output to read
+// through the engine when the container's log cannot be read back. The
+// waiter's image is FROM scratch and it runs as root: its root file
+// system is writable.
+func (e *Engine) Tell(_ context.Context, line []byte) error {
+	file := filepath.Join(e.rootDir(), saidFile)
+	tmp := file + ".new"
+	if err := os.WriteFile(tmp, append(bytes.Clone(line), '\n'), 0o644); err != nil {
+		return fmt.Errorf("telling phase 1: %w", err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("telling phase 1: %w", err)
+	}
+	return nil
+}
+
+// unreadable reports whether err is the engine's answer to reading a log
+// whose driver cannot be read back (501, "configured logging driver does
+// not support reading"), and its word.
+func unreadable(err error) (string, bool) {
+	var ae *dockerapi.Error
+	if !errors.As(err, &ae) {
+		return "", false
+	}
+	return ae.Message, ae.Status == http.StatusNotImplemented || strings.Contains(ae.Message, "does not support reading")
 }
 
 // Follow waits for the run, then reads the tail of its output. (A
@@ -277,7 +477,17 @@ func (e *Engine) Follow(ctx context.Context, id string, sent time.Time, tail int
 	if tail > 0 {
 		var out bytes.Buffer
 		opts := dockerapi.LogsOptions{Tail: tail, TTY: ctr.Config.Tty, Since: since}
-		if err := e.C.ContainerLogs(ctx, id, opts, &out, &out); err != nil {
+		err := e.C.ContainerLogs(ctx, id, opts, &out, &out)
+		if msg, ok := unreadable(err); ok {
+			// No tail, and the run is no less done.
+			driver := ""
+			if ctr.HostConfig.LogConfig != nil {
+				driver = ctr.HostConfig.LogConfig.Type
+			}
+			r.Note = fmt.Sprintf("no log tail: the log driver %q cannot be read back (%s)", driver, msg)
+			return r, nil
+		}
+		if err != nil {
 			return r, err
 		}
 		r.Output = Tail(out.String(), tail)

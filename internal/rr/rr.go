@@ -248,7 +248,7 @@ func bodyOf(m Message) []byte {
 }
 
 // keptHeaders are the response headers worth recording.
-var keptHeaders = []string{"Api-Version", "Content-Type", "Ostype", "Server"}
+var keptHeaders = []string{"Api-Version", "Content-Type", "Ostype", "Server", "X-Docker-Container-Path-Stat"}
 
 // recorder forwards to the real engine and keeps every exchange.
 type recorder struct {

@@ -1,0 +1,115 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"github.com/waitdaemon/waitdaemon/selfid"
+)
+
+// Two running containers: other, whose /etc/hosts the action shares
+// (NetworkMode container:other), listed first, and the action itself.
+var (
+	otherID  = strings.Repeat("a", 64)
+	actionID = strings.Repeat("b", 64)
+)
+
+// sharedNetwork is what the action sees of itself under NetworkMode
+// container:other with a private cgroup namespace: other's files in the
+// mount table's root fields, its own ID only further on.
+func sharedNetwork(override string) selfid.Sources {
+	return selfid.Sources{Override: override, Mountinfo: strings.Join([]string{
+		"600 590 8:1 /var/lib/docker/containers/" + otherID + "/resolv.conf /etc/resolv.conf rw - ext4 /dev/sda1 rw",
+		"601 590 8:1 /var/lib/docker/containers/" + otherID + "/hostname /etc/hostname rw - ext4 /dev/sda1 rw",
+		"602 590 8:1 /var/lib/docker/containers/" + otherID + "/hosts /etc/hosts rw - ext4 /dev/sda1 rw",
+		"603 590 0:50 / /run/x/containers/" + actionID + "/userdata rw - tmpfs tmpfs rw",
+	}, "\n"), Hostname: otherID[:12]}
+}
+
+// TestSelfConfirms: Self takes the candidate in which the engine finds
+// the token it left in its own root file system, not the first that
+// exists and runs; with no token (a read-only root), only a candidate
+// that is the one to exist and run; the override as given.
+func TestSelfConfirms(t *testing.T) {
+	// The engine's answers to HEAD …/archive, as Docker 20.10 gave them:
+	// found, and not there.
+	found := recorded(t, "docker-20.10", "Archive", http.MethodHead, "/archive", "path=%2Fsaid")
+	missing := recorded(t, "docker-20.10", "Archive", http.MethodHead, "/archive", "path=%2Fmissing")
+	cases := []struct {
+		name      string
+		override  string
+		readOnly  bool
+		running   []string // IDs that run; the others are not there
+		want      string   // the ID taken; "" for the InputError
+		wantBy    string
+		wantStats bool // whether the token was looked for
+	}{
+		{name: "the second candidate has the token", running: []string{otherID, actionID}, want: actionID, wantBy: "mountinfo", wantStats: true},
+		{name: "no candidate has it", running: []string{otherID}, wantStats: true},
+		{name: "read-only root, two candidates run", readOnly: true, running: []string{otherID, actionID}},
+		{name: "read-only root, one runs", readOnly: true, running: []string{actionID}, want: actionID, wantBy: "mountinfo"},
+		{name: "the override, as given", override: otherID, running: []string{otherID, actionID}, want: otherID, wantBy: "override"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.readOnly {
+				root = filepath.Join(root, "read-only") // not there: nothing can be written
+			}
+			var mu sync.Mutex
+			var stats []string
+			mux := http.NewServeMux()
+			mux.HandleFunc("/_ping", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Api-Version", "1.41") })
+			mux.HandleFunc("/v1.41/containers/{id}/json", func(w http.ResponseWriter, r *http.Request) {
+				id := r.PathValue("id")
+				if !slices.Contains(tc.running, id) {
+					w.WriteHeader(http.StatusNotFound)
+					fmt.Fprintf(w, `{"message":"No such container: %s"}`, id)
+					return
+				}
+				fmt.Fprintf(w, `{"Id":%q,"Name":"/n-%s","State":{"Running":true,"Status":"running"}}`, id, id[:1])
+			})
+			mux.HandleFunc("HEAD /v1.41/containers/{id}/archive", func(w http.ResponseWriter, r *http.Request) {
+				id := r.PathValue("id")
+				q, _ := url.ParseQuery(r.URL.RawQuery)
+				token := q.Get("path")
+				mu.Lock()
+				stats = append(stats, id)
+				mu.Unlock()
+				_, err := os.Stat(filepath.Join(root, token))
+				if id == actionID && strings.HasPrefix(token, "/.waitdaemon-self-") && err == nil {
+					answer(w, found)
+					return
+				}
+				answer(w, missing)
+			})
+			e := &Engine{C: &dockerapi.Client{Socket: rr.Serve(t, mux)}, root: root, sources: sharedNetwork}
+			s, err := e.Self(context.Background(), tc.override)
+			var input engine.InputError
+			switch {
+			case tc.want == "" && (!errors.As(err, &input) || !strings.Contains(err.Error(), "WAITDAEMON_CONTAINER")):
+				t.Errorf("Self() = %s (%s), %v; want the InputError that says to set WAITDAEMON_CONTAINER", s.ID, s.FoundBy, err)
+			case tc.want != "" && (err != nil || s.ID != tc.want || s.FoundBy != tc.wantBy):
+				t.Errorf("Self() = %s (%s), %v; want %s (%s)", s.ID, s.FoundBy, err, tc.want, tc.wantBy)
+			}
+			if (len(stats) > 0) != tc.wantStats {
+				t.Errorf("token looked for in %q; want looked for: %v", stats, tc.wantStats)
+			}
+			if left, _ := filepath.Glob(filepath.Join(root, ".waitdaemon-self-*")); len(left) != 0 {
+				t.Errorf("token left behind: %q", left)
+			}
+		})
+	}
+}

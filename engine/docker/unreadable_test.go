@@ -1,0 +1,118 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/internal/rr"
+)
+
+// The answers Docker 20.10 gave about a container whose log driver is
+// none: its log (501), a file found in it, and a path that is not there.
+func logNone(t *testing.T) (logs, found, missing rr.Message) {
+	t.Helper()
+	return recorded(t, "docker-20.10", "Archive", http.MethodGet, "/logs", "stderr=1&stdout=1&tail=5"),
+		recorded(t, "docker-20.10", "Archive", http.MethodGet, "/archive", "path=%2Fsaid"),
+		recorded(t, "docker-20.10", "Archive", http.MethodGet, "/archive", "path=%2Fmissing")
+}
+
+// TestFollowUnreadableLog: a run whose log cannot be read back (log
+// driver none: 501) has an empty tail and a note that says why, not an
+// error.
+func TestFollowUnreadableLog(t *testing.T) {
+	logs, _, _ := logNone(t)
+	sent := time.Now()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/_ping", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Api-Version", "1.41") })
+	mux.HandleFunc("/v1.41/containers/u/wait", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"StatusCode":3}`) })
+	mux.HandleFunc("/v1.41/containers/u/json", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"Id":"u","Path":"sh","Args":["-c","exit 3"],"Config":{"Image":"x:1"},"HostConfig":{"LogConfig":{"Type":"none"}},"State":{"ExitCode":3,"StartedAt":%q}}`,
+			sent.Add(10*time.Millisecond).Format(time.RFC3339Nano))
+	})
+	mux.HandleFunc("/v1.41/containers/u/logs", func(w http.ResponseWriter, r *http.Request) { answer(w, logs) })
+	e := &Engine{C: &dockerapi.Client{Socket: rr.Serve(t, mux)}}
+	run, err := e.Follow(context.Background(), "u", sent, 5, "")
+	if err != nil {
+		t.Fatalf("Follow() error = %v, want none", err)
+	}
+	if run.ExitCode != 3 || run.Output == nil || len(run.Output) != 0 {
+		t.Errorf("Follow() = exit %d, output %#v; want exit 3 and an empty tail", run.ExitCode, run.Output)
+	}
+	if !strings.Contains(run.Note, "does not support reading") || !strings.Contains(run.Note, `"none"`) {
+		t.Errorf("Follow() note = %q, want it to name the log driver and the engine's word", run.Note)
+	}
+}
+
+// TestOutputUnreadableLog: phase 1 follows a waiter whose log cannot be
+// read back (501): the engine reads what the waiter told instead, from
+// the waiter's own file system, until the waiter stops.
+func TestOutputUnreadableLog(t *testing.T) {
+	logs, found, missing := logNone(t)
+	var mu sync.Mutex
+	inspects, archives := 0, 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("/_ping", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Api-Version", "1.41") })
+	mux.HandleFunc("/v1.41/containers/waiter/logs", func(w http.ResponseWriter, r *http.Request) { answer(w, logs) })
+	mux.HandleFunc("/v1.41/containers/waiter/json", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		inspects++
+		fmt.Fprintf(w, `{"Id":"waiter","State":{"Running":%v,"Status":"running"}}`, inspects < 5)
+	})
+	mux.HandleFunc("/v1.41/containers/waiter/archive", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		archives++
+		if q, _ := url.ParseQuery(r.URL.RawQuery); q.Get("path") != saidFile {
+			t.Errorf("archive of %q, want %q", q.Get("path"), saidFile)
+		}
+		if archives <= 2 { // nothing told yet
+			answer(w, missing)
+			return
+		}
+		answer(w, found)
+	})
+	e := &Engine{C: &dockerapi.Client{Socket: rr.Serve(t, mux)}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	if err := e.Output(ctx, "waiter", &out); err != nil {
+		t.Fatalf("Output() error = %v, want none", err)
+	}
+	if diff := linediff.Text("told\n", out.String()); diff != "" {
+		t.Errorf("Output() (-want +got):\n%s", diff)
+	}
+}
+
+// TestTell: the waiter leaves the line in its own file system, whole,
+// and a later line replaces it.
+func TestTell(t *testing.T) {
+	root := t.TempDir()
+	e := &Engine{root: root}
+	for _, line := range []string{`{"msg":"first"}`, `{"msg":"result file writable"}`} {
+		if err := e.Tell(context.Background(), []byte(line)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(root, saidFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := linediff.Text(line+"\n", string(got)); diff != "" {
+			t.Errorf("told file (-want +got):\n%s", diff)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(root, "*")); len(left) != 1 {
+		t.Errorf("files left in the root: %q, want the told file alone", left)
+	}
+}
