@@ -18,7 +18,9 @@
 //     UNAVAILABLE and broken connections are retried a few times for the
 //     calls that are safe to repeat. A Containers/Create whose answer was
 //     lost, and whose retry meets AlreadyExists, adopts the container if it
-//     has the same ID and labels.
+//     has the same ID and labels. Tasks/Create and Tasks/Start are never
+//     sent again blindly: when their answer is lost, Tasks/Get says
+//     whether the task was created or started (see TaskCreate, TaskStart).
 //   - With Trace set, every call is written out: the method, the metadata,
 //     each message decoded field by field, and the status. Registry
 //     secrets and secret-looking environment values are redacted.
