@@ -109,10 +109,10 @@ const DefaultWaitForEngine = 10 * time.Second
 // answers, unless RequestTimeout says otherwise.
 const DefaultRequestTimeout = 30 * time.Second
 
-// SocketFromEnv returns the socket named by CONTAINERD_ADDRESS, or
-// DefaultSocket when it is unset.
+// SocketFromEnv returns the socket named by CONTAINERD_ADDRESS, trimmed of
+// surrounding spaces, or DefaultSocket when it is unset or empty.
 func SocketFromEnv() (string, error) {
-	return ParseAddress(os.Getenv("CONTAINERD_ADDRESS"))
+	return ParseAddress(strings.TrimSpace(os.Getenv("CONTAINERD_ADDRESS")))
 }
 
 // ErrUnsupportedAddress is a CONTAINERD_ADDRESS that is not a unix socket.
