@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
@@ -12,6 +13,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
 	"github.com/waitdaemon/waitdaemon/engine/docker"
+	"github.com/waitdaemon/waitdaemon/phase"
 )
 
 // Engine kinds, for WAITDAEMON_ENGINE.
@@ -28,28 +30,16 @@ const (
 // both volumes. The waiter's engine waits longer for an engine that
 // restarts.
 func (g *globals) engine(waiter bool) (engine.Engine, error) {
-	kind := os.Getenv("WAITDAEMON_ENGINE")
-	switch kind {
-	case engineDocker, engineContainerd:
-	case "":
-		dockerSocket, err := dockerapi.SocketFromEnv()
-		if err != nil {
-			return nil, err
-		}
-		containerdSocket, err := containerdapi.SocketFromEnv()
-		if err != nil {
-			return nil, engine.InputError(err.Error())
-		}
+	kind := g.env.Engine
+	if kind == "" {
 		switch {
-		case exists(dockerSocket):
+		case exists(g.env.DockerSocket):
 			kind = engineDocker
-		case exists(containerdSocket):
+		case exists(g.env.ContainerdSocket):
 			kind = engineContainerd
 		default:
-			return neither{g.docker(waiter), dockerSocket, containerdSocket}, nil
+			return neither{g.docker(waiter), g.env.DockerSocket, g.env.ContainerdSocket}, nil
 		}
-	default:
-		return nil, engine.InputError(fmt.Sprintf("WAITDAEMON_ENGINE=%q: expected docker or containerd (default: whichever socket is mounted)", kind))
 	}
 	if kind == engineContainerd {
 		return g.containerd(waiter)
@@ -66,11 +56,7 @@ func (g *globals) docker(waiter bool) *docker.Engine {
 }
 
 func (g *globals) containerd(waiter bool) (*containerd.Engine, error) {
-	socket, err := containerdapi.SocketFromEnv()
-	if err != nil {
-		return nil, engine.InputError(err.Error())
-	}
-	c := &containerdapi.Client{Socket: socket, Namespace: containerd.DetectNamespace(), UserAgent: "waitdaemon/" + version}
+	c := &containerdapi.Client{Socket: g.env.ContainerdSocket, Namespace: g.env.Namespace, UserAgent: "waitdaemon/" + version}
 	if g.verbose {
 		c.Trace = g.stderr
 	}
@@ -104,4 +90,38 @@ func (n neither) Reach(ctx context.Context) error {
 			"  volumes:\n    - /run/containerd/containerd.sock:/run/containerd/containerd.sock", n.docker, n.containerd)
 	}
 	return err
+}
+
+// environment is what the command line and the choice of engine read of
+// the environment: every variable of phase.Variables that ReadInputs does
+// not read, each by the same rules (see phase.Variable).
+type environment struct {
+	Verbose          bool   // WAITDAEMON_VERBOSE
+	Engine           string // WAITDAEMON_ENGINE: docker, containerd, or empty: by socket
+	DockerSocket     string // DOCKER_HOST's
+	ContainerdSocket string // CONTAINERD_ADDRESS's
+	Namespace        string // CONTAINERD_NAMESPACE, else detected
+}
+
+// readEnvironment reads the environment; a bad value is bad input naming
+// its variable.
+func readEnvironment() (environment, error) {
+	var env environment
+	var err error
+	if env.Verbose, err = phase.Switch("WAITDAEMON_VERBOSE", os.Getenv("WAITDAEMON_VERBOSE")); err != nil {
+		return env, err
+	}
+	switch env.Engine = strings.ToLower(strings.TrimSpace(os.Getenv("WAITDAEMON_ENGINE"))); env.Engine {
+	case "", engineDocker, engineContainerd:
+	default:
+		return env, engine.InputError(fmt.Sprintf("WAITDAEMON_ENGINE=%q: expected docker or containerd, in any case (default: whichever socket is mounted)", os.Getenv("WAITDAEMON_ENGINE")))
+	}
+	if env.DockerSocket, err = dockerapi.SocketFromEnv(); err != nil {
+		return env, err // ErrUnsupportedHost: bad input
+	}
+	if env.ContainerdSocket, err = containerdapi.SocketFromEnv(); err != nil {
+		return env, engine.InputError(err.Error())
+	}
+	env.Namespace = containerd.DetectNamespace()
+	return env, nil
 }

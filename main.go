@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -28,7 +27,9 @@ var version = "dev"
 // "--" and is never parsed here; the other commands are for humans, with
 // `docker run --entrypoint /waitdaemon` or on a host.
 type cli struct {
-	Verbose bool `short:"v" env:"WAITDAEMON_VERBOSE" help:"Trace every exchange with the engine on stderr, like curl -v (credentials redacted)."`
+	// Verbose is also set by WAITDAEMON_VERBOSE, read by the settings'
+	// rule of switches (see readEnvironment), not by the parser.
+	Verbose bool `short:"v" help:"Trace every exchange with the engine on stderr, like curl -v (credentials redacted); WAITDAEMON_VERBOSE=true does too."`
 
 	Action  actionCmd  `cmd:"" help:"Phase 1, the image's entrypoint: hand the action's work to a waiter, and exit 0."`
 	Waiter  waiterCmd  `cmd:"" hidden:"" help:"Phase 2, run by phase 1: wait, then run the user container."`
@@ -43,19 +44,23 @@ var description = `Run a Tinkerbell action's work after the action has reported 
 As an action, waitdaemon reads its settings from the environment:
 
 ` + phase.VariablesHelp() + `
-No WAITDAEMON_ variable reaches the user container, nor do IMAGE and WAIT_SECONDS
-unless their alias is set; DOCKER_HOST and DOCKER_CONFIG do. A WAITDAEMON_ variable
-not listed here is bad input. The action's command is the user image's command.`
+Every value is trimmed of surrounding spaces, and an empty one is the same as unset.
+Keywords (the pull policy, the engine, true or false) are read in any case; other
+values as written. No WAITDAEMON_ variable reaches the user container, nor do IMAGE
+and WAIT_SECONDS unless their alias is set; DOCKER_HOST and DOCKER_CONFIG do. A
+WAITDAEMON_ variable not listed here is bad input. The action's command is the user
+image's command.`
 
 // globals is what every command gets from main.
 type globals struct {
 	stdout, stderr io.Writer
 	verbose        bool
+	env            environment
 }
 
 // client returns a Docker client that traces when asked to.
 func (g *globals) client() *dockerapi.Client {
-	c := &dockerapi.Client{UserAgent: "waitdaemon/" + version}
+	c := &dockerapi.Client{Socket: g.env.DockerSocket, UserAgent: "waitdaemon/" + version}
 	if g.verbose {
 		c.Trace = g.stderr
 	}
@@ -97,12 +102,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return exitError{code: exited}
 	}
 	if err != nil {
-		if strings.Contains(err.Error(), "(from envar ") {
-			return engine.InputError(err.Error()) // a variable of the action's
-		}
 		return usageError{err}
 	}
-	return kctx.Run(&globals{stdout: stdout, stderr: stderr, verbose: c.Verbose})
+	env, err := readEnvironment()
+	if err != nil {
+		return err
+	}
+	return kctx.Run(&globals{stdout: stdout, stderr: stderr, verbose: c.Verbose || env.Verbose, env: env})
 }
 
 // Exit codes; see the README.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -58,12 +59,19 @@ func TestCLIWithoutEngine(t *testing.T) {
 		wantOut  string // in stdout
 		wantErr  string // in stderr
 	}{
-		{name: "help lists the variables", args: []string{"--help"}, wantCode: 0, wantOut: "$WAITDAEMON_VERBOSE"},
+		{name: "help lists the variables", args: []string{"--help"}, wantCode: 0, wantOut: "WAITDAEMON_VERBOSE=true does too"},
 		{name: "api needs a path", args: []string{"api", "GET"}, wantCode: exitUsage, wantErr: "expected \"<path>\""},
 		{name: "unknown command", args: []string{"frobnicate"}, wantCode: exitUsage, wantErr: "unexpected argument frobnicate"},
 		{name: "bad DOCKER_HOST", args: []string{"api", "GET", "/_ping"}, env: map[string]string{"DOCKER_HOST": "tcp://10.0.0.1:2375"}, wantCode: exitInput, wantErr: "DOCKER_HOST=\"tcp://10.0.0.1:2375\": expected unix://"},
 		{name: "api body must be JSON", args: []string{"api", "POST", "/containers/create", "{not json"}, env: map[string]string{"DOCKER_HOST": "unix:///nonexistent.sock"}, wantCode: exitFailure, wantErr: "expected JSON"},
-		{name: "bad WAITDAEMON_VERBOSE is bad input", args: []string{"action", "--", "reboot"}, env: map[string]string{"WAITDAEMON_VERBOSE": "banana"}, wantCode: exitInput, wantErr: `from envar WAITDAEMON_VERBOSE="banana"`},
+		{name: "bad WAITDAEMON_VERBOSE is bad input", args: []string{"action", "--", "reboot"}, env: map[string]string{"WAITDAEMON_VERBOSE": "banana"}, wantCode: exitInput, wantErr: `WAITDAEMON_VERBOSE="banana": expected true or false`},
+		// WAITDAEMON_VERBOSE is read by the rule of every switch; -v
+		// still traces.
+		{name: "WAITDAEMON_VERBOSE trimmed, any case", args: []string{"version"}, env: map[string]string{"DOCKER_HOST": "unix:///nonexistent.sock", "WAITDAEMON_VERBOSE": " True "}, wantCode: 0, wantErr: "> GET /_ping"},
+		{name: "WAITDAEMON_VERBOSE empty", args: []string{"version"}, env: map[string]string{"DOCKER_HOST": "unix:///nonexistent.sock", "WAITDAEMON_VERBOSE": ""}, wantCode: 0, wantOut: "engine: not reachable"},
+		{name: "-v traces", args: []string{"-v", "version"}, env: map[string]string{"DOCKER_HOST": "unix:///nonexistent.sock", "WAITDAEMON_VERBOSE": "no"}, wantCode: 0, wantErr: "> GET /_ping"},
+		{name: "--verbose after the command traces", args: []string{"version", "--verbose"}, env: map[string]string{"DOCKER_HOST": "unix:///nonexistent.sock"}, wantCode: 0, wantErr: "> GET /_ping"},
+		{name: "engine in any case", args: []string{"version"}, env: map[string]string{"DOCKER_HOST": " unix:///nonexistent.sock ", "WAITDAEMON_ENGINE": "Docker"}, wantCode: 0, wantOut: "engine: not reachable on /nonexistent.sock"},
 		// The action's command is the user image's: --help, version and
 		// -v after "--" are never waitdaemon's, so each reaches the check
 		// of IMAGE instead of printing help, a version, or a trace.
@@ -72,6 +80,7 @@ func TestCLIWithoutEngine(t *testing.T) {
 		{name: "action command -v", args: []string{"action", "--", "-v"}, env: map[string]string{"IMAGE": ""}, wantCode: exitInput, wantErr: "IMAGE is not set"},
 		{name: "action command api", args: []string{"action", "--", "api", "GET", "/_ping"}, env: map[string]string{"IMAGE": ""}, wantCode: exitInput, wantErr: "IMAGE is not set"},
 		{name: "unknown engine", args: []string{"action", "--", "reboot"}, env: map[string]string{"IMAGE": "alpine", "WAITDAEMON_ENGINE": "podman"}, wantCode: exitInput, wantErr: `WAITDAEMON_ENGINE="podman": expected docker or containerd`},
+		{name: "result file on /", args: []string{"action", "--", "reboot"}, env: map[string]string{"IMAGE": "alpine", "WAITDAEMON_RESULT_FILE": "/r.json", "DOCKER_HOST": "unix:///nonexistent.sock"}, wantCode: exitInput, wantErr: `WAITDAEMON_RESULT_FILE="/r.json": expected a file in a directory of its own`},
 		{name: "version with containerd", args: []string{"version"}, env: map[string]string{"DOCKER_HOST": "unix:///nonexistent.sock", "CONTAINERD_ADDRESS": "/dev/null"}, wantCode: 0, wantOut: "containerd: not reachable on /dev/null"},
 		{name: "version without engine", args: []string{"version"}, env: map[string]string{"DOCKER_HOST": "unix:///nonexistent.sock"}, wantCode: 0, wantOut: "engine: not reachable on /nonexistent.sock"},
 	}
@@ -168,4 +177,142 @@ func TestVariables(t *testing.T) {
 	if _, err := phase.ReadInputs([]string{"IMAGE=alpine", "WAITDAEMON_RETRIES=1", "WAITDAEMON_DRY_RUN=true", "WAITDAEMON_VERBOSE=1", "WAITDAEMON_CONTAINER=x"}).Validate(); err != nil {
 		t.Errorf("known variables refused: %v", err)
 	}
+}
+
+// TestEveryVariable holds every variable of phase.Variables to the
+// settings' rules, through the function that reads it (ReadInputs and
+// Validate for the action's inputs, readEnvironment for the others):
+//   - its example is valid, and read: it changes what is read;
+//   - surrounding spaces change nothing;
+//   - empty is unset, or bad input naming it for a required variable;
+//   - a keyword reads the same in any case, and a word it does not know
+//     is bad input naming it; its help says so;
+//   - any other value is read as written: in another case it reads
+//     differently, or is refused (an image's name is lowercase).
+//
+// A variable added to the list is held to them with no change here; one
+// without an example fails.
+func TestEveryVariable(t *testing.T) {
+	byName := map[string]phase.Variable{}
+	for _, v := range phase.Variables {
+		byName[v.Name] = v
+	}
+	config := t.TempDir() // no config.json
+	type result struct {
+		settings phase.Settings
+		env      environment
+		err      string
+		code     int
+	}
+	read := func(t *testing.T, vars map[string]string) result {
+		t.Helper()
+		for _, v := range phase.Variables {
+			t.Setenv(v.Name, "")
+			os.Unsetenv(v.Name)
+		}
+		env := []string{"DOCKER_CONFIG=" + config}
+		for k, val := range vars {
+			t.Setenv(k, val)
+			env = append(env, k+"="+val)
+		}
+		var r result
+		var err, eerr error
+		r.settings, err = phase.ReadInputs(env).Validate()
+		r.env, eerr = readEnvironment()
+		if err = cmp.Or(err, eerr); err != nil {
+			r = result{err: err.Error(), code: exitCode(err)}
+		}
+		return r
+	}
+	// describe shows a result without its secrets: exported fields only.
+	describe := func(r result) string {
+		if r.err != "" {
+			return fmt.Sprintf("error (exit %d): %s", r.code, r.err)
+		}
+		return fmt.Sprintf("%+v %+v", exported(r.settings), r.env)
+	}
+	for _, v := range phase.Variables {
+		t.Run(v.Name, func(t *testing.T) {
+			if v.Example == "" {
+				t.Fatalf("%s has no example value", v.Name)
+			}
+			if v.Keyword && !strings.Contains(v.Help, "any case") {
+				t.Errorf("%s is a keyword, but its help %q does not say it is read in any case", v.Name, v.Help)
+			}
+			with := func(value *string) map[string]string {
+				vars := map[string]string{}
+				for _, w := range phase.Variables {
+					if w.Required && w.Name != v.Name {
+						vars[w.Name] = w.Example
+					}
+				}
+				if v.With != "" {
+					vars[v.With] = byName[v.With].Example
+				}
+				if value != nil {
+					vars[v.Name] = *value
+				}
+				return vars
+			}
+			same := func(what string, got, want result) {
+				t.Helper()
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: reads as\n  %s\nwant as\n  %s", what, describe(got), describe(want))
+				}
+			}
+			unset := read(t, with(nil))
+			example := read(t, with(&v.Example))
+			if example.err != "" {
+				t.Fatalf("%s=%q (its example): %s", v.Name, v.Example, describe(example))
+			}
+			if reflect.DeepEqual(example, unset) {
+				t.Errorf("%s=%q reads as if unset: nothing reads it", v.Name, v.Example)
+			}
+			for _, value := range []string{" " + v.Example + " ", "\t" + v.Example + "\n"} {
+				same(fmt.Sprintf("%s=%q", v.Name, value), read(t, with(&value)), example)
+			}
+			for _, value := range []string{"", "  "} {
+				got := read(t, with(&value))
+				if !v.Required {
+					same(fmt.Sprintf("%s=%q", v.Name, value), got, unset)
+					continue
+				}
+				if got.code != exitInput || !strings.Contains(got.err, v.Name) {
+					t.Errorf("%s=%q, a required variable: %s; want bad input naming it", v.Name, value, describe(got))
+				}
+			}
+			if v.Required && (unset.code != exitInput || !strings.Contains(unset.err, v.Name)) {
+				t.Errorf("%s unset, a required variable: %s; want bad input naming it", v.Name, describe(unset))
+			}
+			upper := strings.ToUpper(v.Example)
+			switch {
+			case v.Keyword:
+				title := strings.ToUpper(v.Example[:1]) + v.Example[1:]
+				for _, value := range []string{upper, title} {
+					same(fmt.Sprintf("%s=%q, a keyword", v.Name, value), read(t, with(&value)), example)
+				}
+				value := "banana"
+				if got := read(t, with(&value)); got.code != exitInput || !strings.Contains(got.err, v.Name) {
+					t.Errorf("%s=%q: %s; want bad input naming %s", v.Name, value, describe(got), v.Name)
+				}
+			case upper != v.Example:
+				if got := read(t, with(&upper)); reflect.DeepEqual(got, example) {
+					t.Errorf("%s=%q reads as %q: a value read as written should not", v.Name, upper, v.Example)
+				}
+			}
+		})
+	}
+}
+
+// exported is a struct's exported fields, by name: no secret is kept
+// in an unexported one.
+func exported(x any) map[string]any {
+	out := map[string]any{}
+	rv := reflect.ValueOf(x)
+	for i := range rv.NumField() {
+		if f := rv.Type().Field(i); f.IsExported() {
+			out[f.Name] = rv.Field(i).Interface()
+		}
+	}
+	return out
 }

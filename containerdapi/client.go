@@ -18,7 +18,9 @@
 //     UNAVAILABLE and broken connections are retried a few times for the
 //     calls that are safe to repeat. A Containers/Create whose answer was
 //     lost, and whose retry meets AlreadyExists, adopts the container if it
-//     has the same ID and labels.
+//     has the same ID and labels. Tasks/Create and Tasks/Start are never
+//     sent again blindly: when their answer is lost, Tasks/Get says
+//     whether the task was created or started (see TaskCreate, TaskStart).
 //   - With Trace set, every call is written out: the method, the metadata,
 //     each message decoded field by field, and the status. Registry
 //     secrets and secret-looking environment values are redacted.
@@ -107,10 +109,10 @@ const DefaultWaitForEngine = 10 * time.Second
 // answers, unless RequestTimeout says otherwise.
 const DefaultRequestTimeout = 30 * time.Second
 
-// SocketFromEnv returns the socket named by CONTAINERD_ADDRESS, or
-// DefaultSocket when it is unset.
+// SocketFromEnv returns the socket named by CONTAINERD_ADDRESS, trimmed of
+// surrounding spaces, or DefaultSocket when it is unset or empty.
 func SocketFromEnv() (string, error) {
-	return ParseAddress(os.Getenv("CONTAINERD_ADDRESS"))
+	return ParseAddress(strings.TrimSpace(os.Getenv("CONTAINERD_ADDRESS")))
 }
 
 // ErrUnsupportedAddress is a CONTAINERD_ADDRESS that is not a unix socket.

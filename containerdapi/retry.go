@@ -41,6 +41,10 @@ func withPolicy(ctx context.Context, a *attempts) context.Context {
 //     to repeat (Containers/Create is: its retry adopts its own
 //     container);
 //   - nothing else is: any other status is the daemon's answer.
+//
+// Tasks/Create and Tasks/Start are not safe to repeat blindly, and are
+// not retried here; their methods ask Tasks/Get what became of a call
+// whose answer was lost (see lostAnswer and TaskCreate, TaskStart).
 func retryPolicy(waitForEngine time.Duration) func(context.Context, *http.Response, error) (bool, error) {
 	return func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 		if ctx.Err() != nil {
@@ -64,6 +68,27 @@ func retryPolicy(waitForEngine time.Duration) func(context.Context, *http.Respon
 		a.retries++
 		return true, nil
 	}
+}
+
+// lostAnswer reports whether a failed call may or may not have been
+// carried out: its answer was lost (the exchange broke off after the
+// request may have reached the daemon, or the daemon answered
+// UNAVAILABLE), as opposed to a dial that failed, when nothing was sent,
+// or any other status, which is the daemon's answer.
+func lostAnswer(err error, a *attempts) bool {
+	var te *TransportError
+	switch {
+	case err == nil:
+		return false
+	case a != nil && a.ambiguous:
+		return true
+	case errors.Is(err, ErrUnavailable):
+		return true
+	case errors.As(err, &te):
+		var op *net.OpError
+		return !errors.As(err, &op) || op.Op != "dial"
+	}
+	return false
 }
 
 // headerCode is the status of a trailers-only answer, OK when the headers

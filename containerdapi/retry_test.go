@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // TestRetryStatus runs calls against daemons that answer a sequence of
@@ -31,7 +33,9 @@ func TestRetryStatus(t *testing.T) {
 	}{
 		{name: "unavailable unavailable ok", call: get, codes: []containerdapi.Code{14, 14, 0}, wantTries: 3},
 		{name: "persistent unavailable", call: get, codes: []containerdapi.Code{14}, wantTries: 5, wantCode: containerdapi.Unavailable},
-		{name: "unavailable on a start", call: start, codes: []containerdapi.Code{14, 0}, wantTries: 1, wantCode: containerdapi.Unavailable},
+		// Not sent again: Tasks/Get is asked, and answers a task of no
+		// known status (see TestTaskLostAnswer).
+		{name: "unavailable on a start", call: start, codes: []containerdapi.Code{14, 0}, wantTries: 2, wantCode: containerdapi.Unavailable},
 		{name: "not found", call: get, codes: []containerdapi.Code{5, 0}, wantTries: 1, wantCode: containerdapi.NotFound},
 		{name: "unknown", call: get, codes: []containerdapi.Code{2, 0}, wantTries: 1, wantCode: containerdapi.Unknown},
 		{name: "deadline exceeded", call: get, codes: []containerdapi.Code{4, 0}, wantTries: 1, wantCode: containerdapi.DeadlineExceeded},
@@ -177,7 +181,9 @@ func TestCreateAdopts(t *testing.T) {
 }
 
 // TestBrokenConnection: a call whose connection breaks is retried when it
-// is safe to repeat, and fails as a transport error when it is not.
+// is safe to repeat; a task create is not sent again, but Tasks/Get finds
+// its task (see TestTaskLostAnswer), and a call not safe to repeat with
+// nothing to ask fails as a transport error.
 func TestBrokenConnection(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -191,6 +197,10 @@ func TestBrokenConnection(t *testing.T) {
 		}, wantTries: 2},
 		{name: "task create", call: func(ctx context.Context, c *containerdapi.Client) error {
 			_, err := c.TaskCreate(ctx, "web", containerdapi.TaskSpec{})
+			return err
+		}, wantTries: 2},
+		{name: "lease create", call: func(ctx context.Context, c *containerdapi.Client) error {
+			_, err := c.LeaseCreate(ctx, "web", time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
 			return err
 		}, wantTries: 1, wantErr: true},
 	}
@@ -214,4 +224,129 @@ func TestBrokenConnection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTaskLostAnswer: a task create or start whose answer is lost (the
+// connection broke after the daemon acted, or before it did, or it
+// answered UNAVAILABLE) is neither failed nor blindly sent again:
+// Tasks/Get says what happened, and the call succeeds with exactly one
+// task created, started once. A task that started and already exited
+// counts as started.
+func TestTaskLostAnswer(t *testing.T) {
+	create := func(ctx context.Context, c *containerdapi.Client) (uint32, error) {
+		return c.TaskCreate(ctx, "web", containerdapi.TaskSpec{})
+	}
+	start := func(ctx context.Context, c *containerdapi.Client) (uint32, error) {
+		return c.TaskStart(ctx, "web")
+	}
+	cases := []struct {
+		name      string
+		call      func(context.Context, *containerdapi.Client) (uint32, error)
+		created   bool   // the task is there, created, before the call
+		fault     string // of the call's first attempt: "after" (acted, then the connection broke), "before", "unavailable"
+		exits     bool   // a started task exits at once
+		gone      bool   // the task is deleted behind the client's back after the fault
+		wantCalls string
+		wantState string
+		wantErr   bool
+	}{
+		{name: "create, lost after acting", call: create, fault: "after", wantCalls: "Create Get", wantState: "created"},
+		{name: "create, lost before acting", call: create, fault: "before", wantCalls: "Create Get Create", wantState: "created"},
+		{name: "create, unavailable", call: create, fault: "unavailable", wantCalls: "Create Get Create", wantState: "created"},
+		{name: "create, answered", call: create, wantCalls: "Create", wantState: "created"},
+		{name: "create, already there", call: create, created: true, wantCalls: "Create", wantState: "created", wantErr: true},
+		{name: "start, lost after acting", call: start, created: true, fault: "after", wantCalls: "Start Get", wantState: "running"},
+		{name: "start, lost after acting, exited", call: start, created: true, fault: "after", exits: true, wantCalls: "Start Get", wantState: "stopped"},
+		{name: "start, lost before acting", call: start, created: true, fault: "before", wantCalls: "Start Get Start", wantState: "running"},
+		{name: "start, unavailable", call: start, created: true, fault: "unavailable", wantCalls: "Start Get Start", wantState: "running"},
+		{name: "start, lost, task gone", call: start, created: true, fault: "before", gone: true, wantCalls: "Start Get", wantErr: true},
+		{name: "start, no task", call: start, wantCalls: "Start", wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var calls []string
+			state, creates, starts := "", 0, 0
+			if tc.created {
+				state = "created"
+			}
+			faulted := false
+			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+				readRequest(t, r)
+				method := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+				mu.Lock()
+				defer mu.Unlock()
+				calls = append(calls, method)
+				fault := ""
+				if method != "Get" && !faulted {
+					fault, faulted = tc.fault, true
+				}
+				switch fault {
+				case "before":
+					if tc.gone {
+						state = ""
+					}
+					panic(http.ErrAbortHandler)
+				case "unavailable":
+					fail(w, containerdapi.Unavailable, "the daemon is busy")
+					return
+				}
+				var msg []byte
+				switch method {
+				case "Create":
+					if state != "" {
+						fail(w, containerdapi.AlreadyExists, "task web: already exists")
+						return
+					}
+					state, creates = "created", creates+1
+					msg = cat(str(1, "web"), varint(2, 42))
+				case "Start":
+					if state != "created" {
+						fail(w, containerdapi.FailedPrecondition, "task web: not created")
+						return
+					}
+					state, starts = "running", starts+1
+					if tc.exits {
+						state = "stopped"
+					}
+					msg = varint(1, 42)
+				case "Get":
+					status := map[string]uint64{"created": 1, "running": 2, "stopped": 3}[state]
+					if status == 0 {
+						fail(w, containerdapi.NotFound, "task web: not found")
+						return
+					}
+					msg = sub(1, str(1, "web"), str(2, "web"), varint(3, 42), varint(4, status))
+				}
+				if fault == "after" {
+					panic(http.ErrAbortHandler) // the daemon did it; the answer never came
+				}
+				answer(w, msg)
+			})
+			pid, err := tc.call(shortCtx(t), c)
+			mu.Lock()
+			defer mu.Unlock()
+			if tc.wantErr != (err != nil) || !tc.wantErr && pid != 42 {
+				t.Errorf("call = %d, %v; want pid 42, error %v", pid, err, tc.wantErr)
+			}
+			if got := strings.Join(calls, " "); got != tc.wantCalls {
+				t.Errorf("calls %q, want %q", got, tc.wantCalls)
+			}
+			wantCreates, wantStarts := 0, 0
+			if !tc.created && !tc.wantErr {
+				wantCreates = 1
+			}
+			if tc.created && !tc.wantErr {
+				wantStarts = 1
+			}
+			if state != tc.wantState || creates != wantCreates || starts != wantStarts {
+				t.Errorf("task %q, created %d times, started %d times; want %q, %d, %d", state, creates, starts, tc.wantState, wantCreates, wantStarts)
+			}
+		})
+	}
+}
+
+// varint encodes a varint field.
+func varint(num protowire.Number, v uint64) []byte {
+	return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), v)
 }

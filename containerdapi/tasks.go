@@ -2,6 +2,7 @@ package containerdapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"syscall"
 	"time"
@@ -186,22 +187,85 @@ var (
 // TaskCreate creates the task of container id, stopped at its start
 // (created), and returns its pid. Most run failures (capabilities, a
 // missing bind source, a bad spec) surface here.
+//
+// A create whose answer was lost (see lostAnswer) is not failed, nor sent
+// again blindly: Tasks/Get says what became of it. A task that is there
+// is the one it created (a container has one task), and is returned; none
+// means it was not created, and it is created again. A retry that meets
+// AlreadyExists met the lost attempt's task.
 func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint32, error) {
 	req := &createTaskRequest{ContainerID: id, Rootfs: spec.Rootfs, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, Terminal: spec.Terminal}
-	var out createTaskResponse
-	if err := c.call(ctx, tasksCreate, req, &out, callOptions{}); err != nil {
-		return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
+	for try := 0; ; try++ {
+		var out createTaskResponse
+		tries := &attempts{}
+		err := c.call(ctx, tasksCreate, req, &out, callOptions{tries: tries})
+		if err == nil {
+			return out.Pid, nil
+		}
+		lost := lostAnswer(err, tries)
+		if !lost && !(try > 0 && errors.Is(err, ErrAlreadyExists)) || try == maxRetries {
+			return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
+		}
+		p, gerr := c.TaskGet(ctx, id)
+		switch {
+		case gerr == nil:
+			return p.Pid, nil
+		case !lost || !errors.Is(gerr, ErrNotFound):
+			return 0, fmt.Errorf("creating the task of container %q: %w (then asking whether it was: %w)", id, err, gerr)
+		}
+		if err := pause(ctx, try); err != nil {
+			return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
+		}
 	}
-	return out.Pid, nil
 }
 
 // TaskStart starts the created task of container id and returns its pid.
+//
+// A start whose answer was lost (see lostAnswer) is not failed, nor sent
+// again blindly: Tasks/Get says what became of it. A task running, paused
+// or stopped started (a stopped one has already exited: TaskWait reads
+// its exit); one still created did not, and is started again; one gone
+// is an error.
 func (c *Client) TaskStart(ctx context.Context, id string) (uint32, error) {
-	var out startResponse
-	if err := c.call(ctx, tasksStart, &taskRequest{ContainerID: id}, &out, callOptions{}); err != nil {
-		return 0, fmt.Errorf("starting the task of container %q: %w", id, err)
+	for try := 0; ; try++ {
+		var out startResponse
+		tries := &attempts{}
+		err := c.call(ctx, tasksStart, &taskRequest{ContainerID: id}, &out, callOptions{tries: tries})
+		if err == nil {
+			return out.Pid, nil
+		}
+		lost := lostAnswer(err, tries)
+		if !lost && try == 0 || try == maxRetries {
+			return 0, fmt.Errorf("starting the task of container %q: %w", id, err)
+		}
+		// A lost answer, or a retry's failure that may be the lost
+		// attempt's start met: the task says.
+		p, gerr := c.TaskGet(ctx, id)
+		switch {
+		case gerr != nil:
+			return 0, fmt.Errorf("starting the task of container %q: %w (then asking whether it started: %w)", id, err, gerr)
+		case p.Status == TaskRunning, p.Status == TaskStopped, p.Status == TaskPaused, p.Status == TaskPausing:
+			return p.Pid, nil
+		case p.Status != TaskCreated, !lost:
+			return 0, fmt.Errorf("starting the task of container %q: %w (the task is %s)", id, err, p.Status)
+		}
+		if err := pause(ctx, try); err != nil {
+			return 0, fmt.Errorf("starting the task of container %q: %w", id, err)
+		}
 	}
-	return out.Pid, nil
+}
+
+// pause waits a little before the try+2nd attempt of a call whose
+// answer was lost, or until ctx ends.
+func pause(ctx context.Context, try int) error {
+	t := time.NewTimer(time.Duration(try+1) * 50 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // TaskWait blocks until the task of container id exits, and returns how.

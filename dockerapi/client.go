@@ -86,10 +86,11 @@ func (c *Client) requestTimeout() time.Duration {
 	return max(wait, 0) + DefaultRequestTimeout
 }
 
-// SocketFromEnv returns the socket path named by DOCKER_HOST, or
-// DefaultSocket when it is unset. Only unix:// hosts are supported.
+// SocketFromEnv returns the socket path named by DOCKER_HOST, trimmed of
+// surrounding spaces, or DefaultSocket when it is unset or empty. Only
+// unix:// hosts are supported.
 func SocketFromEnv() (string, error) {
-	return ParseHost(os.Getenv("DOCKER_HOST"))
+	return ParseHost(strings.TrimSpace(os.Getenv("DOCKER_HOST")))
 }
 
 // ErrUnsupportedHost is a DOCKER_HOST that is not unix:///path.

@@ -5,9 +5,16 @@
 // What only one engine knows (its API versions, its quirks, how it binds
 // its socket into the waiter, how it keeps a failed run) stays behind it.
 //
-// Every method is safe to call again after an error: a container that is
-// already gone counts as removed, and a create whose answer was lost
-// adopts its own container.
+// Every method is safe to call again after a lost answer, whatever the
+// first answer was (the connection broke before or after the engine
+// acted, or the engine said it was unavailable), and after any error: a
+// container that is already gone counts as removed, a create whose
+// answer was lost adopts its own container, and a start whose answer was
+// lost asks the engine what became of it: a container running, or one
+// that ran and already stopped, counts as started (its exit is then read
+// as any run's), one still created is started again. Within a method, an
+// engine request whose answer was lost is settled the same way, so that
+// its work is done once.
 package engine
 
 import (
@@ -58,8 +65,12 @@ type Engine interface {
 	// with the least it needs to reach the engine.
 	PlanWaiter(self Self, want Waiter) Spec
 	// Create creates a planned container, not started, and returns its ID.
+	// Called again for the same spec, as after a lost answer, it adopts
+	// the container it made.
 	Create(ctx context.Context, spec Spec) (string, error)
-	// Start starts a created container.
+	// Start starts a created container. A start whose answer was lost is
+	// not sent again blindly: a container that started, even one that has
+	// already stopped, counts as started.
 	Start(ctx context.Context, id string) error
 	// Output follows a container's output into w until the container
 	// stops or ctx ends.

@@ -2,6 +2,7 @@ package phase
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -43,10 +44,22 @@ type Inputs struct {
 	Env []string
 }
 
-// Variable is one environment variable an action can set.
+// Variable is one environment variable an action can set. Every value is
+// read by the same rules: trimmed of surrounding spaces, empty the same as
+// unset; a keyword (a pull policy, an engine, a switch) in any case, any
+// other value as written.
 type Variable struct {
 	Name string
 	Help string
+	// Example is a valid value that is not the default, for the tests:
+	// every variable has one.
+	Example string
+	// Keyword: its values are words, read in any case.
+	Keyword bool
+	// Required: unset or empty is bad input (an alias may stand in).
+	Required bool
+	// With names a variable that is set with this one or not at all.
+	With string
 	// field is the input it sets; nil for those read elsewhere (by the
 	// command line, or by the engine's client).
 	field func(*Inputs) *string
@@ -57,25 +70,25 @@ type Variable struct {
 // WAITDAEMON_ variables all come from this list. An alias comes after
 // its plain name: when both are set, the alias wins.
 var Variables = []Variable{
-	{inherit.Image.Plain, "the image to run after the wait (required)", func(in *Inputs) *string { return &in.Image }},
-	{inherit.WaitSeconds.Plain, fmt.Sprintf("whole seconds to wait after the action exits, 0 to %d (default %d)", MaxWaitSeconds, DefaultWaitSeconds), func(in *Inputs) *string { return &in.WaitSeconds }},
-	{inherit.Image.Alias, "alias of IMAGE; when set, IMAGE passes to the user container", func(in *Inputs) *string { return &in.Image }},
-	{inherit.WaitSeconds.Alias, "alias of WAIT_SECONDS; when set, WAIT_SECONDS passes to the user container", func(in *Inputs) *string { return &in.WaitSeconds }},
-	{"WAITDAEMON_RETRIES", fmt.Sprintf("re-runs of a user container that exits non-zero, 0 to %d (default 0)", MaxRetries), func(in *Inputs) *string { return &in.Retries }},
-	{"WAITDAEMON_FALLBACK_COMMAND", "JSON array run once when the user container and its retries failed", func(in *Inputs) *string { return &in.FallbackCommand }},
-	{"WAITDAEMON_FALLBACK_IMAGE", "the fallback's image (default IMAGE)", func(in *Inputs) *string { return &in.FallbackImage }},
-	{"WAITDAEMON_LOG_TAIL", fmt.Sprintf("lines of the user container's output in the result, 0 to %d (default %d)", MaxLogTail, DefaultLogTail), func(in *Inputs) *string { return &in.LogTail }},
-	{"WAITDAEMON_RESULT_FILE", "absolute host path where the waiter writes the result as JSON", func(in *Inputs) *string { return &in.ResultFile }},
-	{"WAITDAEMON_PULL_POLICY", "if-not-present (default), always or never", func(in *Inputs) *string { return &in.PullPolicy }},
-	{"WAITDAEMON_REGISTRY_USERNAME", "user for the registry named in IMAGE", func(in *Inputs) *string { return &in.RegistryUsername }},
-	{"WAITDAEMON_REGISTRY_PASSWORD", "its password (else DOCKER_CONFIG's config.json, default /root/.docker)", func(in *Inputs) *string { return &in.RegistryPassword }},
-	{"WAITDAEMON_DRY_RUN", "true: print the whole plan, create nothing, exit 0", func(in *Inputs) *string { return &in.DryRun }},
-	{"WAITDAEMON_CONTAINER", "this action container's ID or name, when detection cannot find it", func(in *Inputs) *string { return &in.Container }},
-	{"WAITDAEMON_VERBOSE", "true (or 1, yes): trace every exchange with the engine on stderr", nil},
-	{"WAITDAEMON_ENGINE", "docker or containerd (default: Docker if its socket is there, else containerd)", nil},
-	{"DOCKER_HOST", "Docker's socket, unix:///path (default unix:///var/run/docker.sock)", nil},
-	{"CONTAINERD_ADDRESS", "containerd's socket (default /run/containerd/containerd.sock)", nil},
-	{"CONTAINERD_NAMESPACE", "containerd's namespace (default: the action's, else tinkerbell)", nil},
+	{Name: inherit.Image.Plain, Help: "the image to run after the wait (required), as written: its name is lowercase", Example: "alpine:3.20", Required: true, field: func(in *Inputs) *string { return &in.Image }},
+	{Name: inherit.WaitSeconds.Plain, Help: fmt.Sprintf("whole seconds to wait after the action exits, 0 to %d (default %d)", MaxWaitSeconds, DefaultWaitSeconds), Example: "30", field: func(in *Inputs) *string { return &in.WaitSeconds }},
+	{Name: inherit.Image.Alias, Help: "alias of IMAGE; when set, IMAGE passes to the user container", Example: "busybox:1.36", field: func(in *Inputs) *string { return &in.Image }},
+	{Name: inherit.WaitSeconds.Alias, Help: "alias of WAIT_SECONDS; when set, WAIT_SECONDS passes to the user container", Example: "45", field: func(in *Inputs) *string { return &in.WaitSeconds }},
+	{Name: "WAITDAEMON_RETRIES", Help: fmt.Sprintf("re-runs of a user container that exits non-zero, 0 to %d (default 0)", MaxRetries), Example: "2", field: func(in *Inputs) *string { return &in.Retries }},
+	{Name: "WAITDAEMON_FALLBACK_COMMAND", Help: "JSON array run once when the user container and its retries failed", Example: `["reboot","-f"]`, field: func(in *Inputs) *string { return &in.FallbackCommand }},
+	{Name: "WAITDAEMON_FALLBACK_IMAGE", Help: "the fallback's image (default IMAGE)", Example: "busybox:1.36", field: func(in *Inputs) *string { return &in.FallbackImage }},
+	{Name: "WAITDAEMON_LOG_TAIL", Help: fmt.Sprintf("lines of the user container's output in the result, 0 to %d (default %d)", MaxLogTail, DefaultLogTail), Example: "50", field: func(in *Inputs) *string { return &in.LogTail }},
+	{Name: "WAITDAEMON_RESULT_FILE", Help: "absolute host path where the waiter writes the result as JSON, in a directory of its own (bound into the waiter), like /var/lib/waitdaemon/result.json", Example: "/var/lib/waitdaemon/result.json", field: func(in *Inputs) *string { return &in.ResultFile }},
+	{Name: "WAITDAEMON_PULL_POLICY", Help: "if-not-present (default), always or never, in any case", Example: "always", Keyword: true, field: func(in *Inputs) *string { return &in.PullPolicy }},
+	{Name: "WAITDAEMON_REGISTRY_USERNAME", Help: "user for the registry named in IMAGE", Example: "robot", With: "WAITDAEMON_REGISTRY_PASSWORD", field: func(in *Inputs) *string { return &in.RegistryUsername }},
+	{Name: "WAITDAEMON_REGISTRY_PASSWORD", Help: "its password (else DOCKER_CONFIG's config.json, default /root/.docker)", Example: "example-Secret-0", With: "WAITDAEMON_REGISTRY_USERNAME", field: func(in *Inputs) *string { return &in.RegistryPassword }},
+	{Name: "WAITDAEMON_DRY_RUN", Help: "true (or 1, yes; false, 0, no; in any case): print the whole plan, create nothing, exit 0", Example: "true", Keyword: true, field: func(in *Inputs) *string { return &in.DryRun }},
+	{Name: "WAITDAEMON_CONTAINER", Help: "this action container's ID or name, when detection cannot find it", Example: "tinkerbell_reboot_01JEXAMPLE", field: func(in *Inputs) *string { return &in.Container }},
+	{Name: "WAITDAEMON_VERBOSE", Help: "true (or 1, yes; false, 0, no; in any case): trace every exchange with the engine on stderr", Example: "true", Keyword: true},
+	{Name: "WAITDAEMON_ENGINE", Help: "docker or containerd, in any case (default: Docker if its socket is there, else containerd)", Example: "containerd", Keyword: true},
+	{Name: "DOCKER_HOST", Help: "Docker's socket, unix:///path (default unix:///var/run/docker.sock)", Example: "unix:///run/docker.sock"},
+	{Name: "CONTAINERD_ADDRESS", Help: "containerd's socket (default /run/containerd/containerd.sock)", Example: "/run/k3s/containerd/containerd.sock"},
+	{Name: "CONTAINERD_NAMESPACE", Help: "containerd's namespace (default: the action's, else tinkerbell)", Example: "k8s.io"},
 }
 
 // Input reports whether ReadInputs reads the variable; the others are
@@ -92,14 +105,16 @@ func VariablesHelp() string {
 }
 
 // ReadInputs reads the action's settings from an environment list: the
-// process's own in an action, a container's for plan.
+// process's own in an action, a container's for plan. Each value is
+// trimmed, and an empty one is taken as unset: an empty alias leaves its
+// plain name's value.
 func ReadInputs(env []string) Inputs {
 	in := Inputs{Env: env}
 	for _, v := range Variables {
 		if v.field == nil {
 			continue
 		}
-		if value, ok := lookup(env, v.Name); ok {
+		if value, _ := lookup(env, v.Name); value != "" {
 			*v.field(&in) = value
 		}
 	}
@@ -155,8 +170,8 @@ func (in Inputs) Validate() (Settings, error) {
 		return s, bad("WAITDAEMON_RETRIES", in.Retries, err.Error())
 	}
 	if s.ResultFile = strings.TrimSpace(in.ResultFile); s.ResultFile != "" {
-		if !strings.HasPrefix(s.ResultFile, "/") || strings.HasSuffix(s.ResultFile, "/") || s.ResultFile != path.Clean(s.ResultFile) {
-			return s, bad("WAITDAEMON_RESULT_FILE", in.ResultFile, "an absolute path to a file on the host, like /var/lib/waitdaemon/result.json")
+		if err := resultFile(s.ResultFile); err != nil {
+			return s, bad("WAITDAEMON_RESULT_FILE", in.ResultFile, err.Error())
 		}
 	}
 	if v := strings.TrimSpace(in.FallbackCommand); v != "" {
@@ -173,26 +188,27 @@ func (in Inputs) Validate() (Settings, error) {
 	} else if s.FallbackCommand != nil {
 		s.FallbackImage = &s.Image
 	}
-	switch s.PullPolicy = strings.TrimSpace(in.PullPolicy); s.PullPolicy {
+	switch s.PullPolicy = strings.ToLower(strings.TrimSpace(in.PullPolicy)); s.PullPolicy {
 	case "":
 		s.PullPolicy = PullIfNotPresent
 	case PullIfNotPresent, PullAlways, PullNever:
 	default:
-		return s, bad("WAITDAEMON_PULL_POLICY", in.PullPolicy, "if-not-present, always or never")
+		return s, bad("WAITDAEMON_PULL_POLICY", in.PullPolicy, "if-not-present, always or never (in any case)")
 	}
-	if s.DryRun, err = boolean(in.DryRun); err != nil {
-		return s, bad("WAITDAEMON_DRY_RUN", in.DryRun, err.Error())
+	if s.DryRun, err = Switch("WAITDAEMON_DRY_RUN", in.DryRun); err != nil {
+		return s, err
 	}
 	s.Container = strings.TrimSpace(in.Container)
 	s.RegistryConfig = DefaultDockerConfig
 	if dir, _ := lookup(in.Env, "DOCKER_CONFIG"); dir != "" {
 		s.RegistryConfig = dir
 	}
-	if in.RegistryUsername != "" || in.RegistryPassword != "" {
-		if in.RegistryUsername == "" || in.RegistryPassword == "" {
+	user, password := strings.TrimSpace(in.RegistryUsername), strings.TrimSpace(in.RegistryPassword)
+	if user != "" || password != "" {
+		if user == "" || password == "" {
 			return s, engine.InputError("WAITDAEMON_REGISTRY_USERNAME and WAITDAEMON_REGISTRY_PASSWORD: expected both or neither")
 		}
-		s.registry = credentials{username: in.RegistryUsername, password: in.RegistryPassword}
+		s.registry = credentials{username: user, password: password}
 	}
 	// A config.json that cannot be read fails now, not at the pull.
 	for _, img := range s.Images() {
@@ -233,16 +249,41 @@ func wholeNumber(v string, def, limit int, unit string) (int, error) {
 	return n, nil
 }
 
-// boolean reads a switch as the command line reads WAITDAEMON_VERBOSE;
-// empty is false.
+// resultFile checks a result file's host path. Its directory is bound
+// into the waiter (host:container[:options]), read-write.
+func resultFile(p string) error {
+	switch {
+	case !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || p != path.Clean(p):
+		return errors.New("an absolute path to a file on the host, like /var/lib/waitdaemon/result.json")
+	case strings.ContainsAny(p, ":,"):
+		return errors.New("a path with no ':' or ',', which a bind's syntax reads as its separators, like /var/lib/waitdaemon/result.json")
+	case path.Dir(p) == "/":
+		return errors.New("a file in a directory of its own, like /var/lib/waitdaemon/result.json: its directory is bound into the waiter, read-write, and / is the whole host")
+	}
+	return nil
+}
+
+// Switch reads the switch variable name (WAITDAEMON_DRY_RUN,
+// WAITDAEMON_VERBOSE) by the one rule of switches: trimmed, empty is
+// false, true, 1 or yes and false, 0 or no in any case. Another value is
+// bad input naming the variable.
+func Switch(name, v string) (bool, error) {
+	b, err := boolean(v)
+	if err != nil {
+		return false, bad(name, v, err.Error())
+	}
+	return b, nil
+}
+
+// boolean reads a switch; empty is false.
 func boolean(v string) (bool, error) {
-	switch strings.TrimSpace(v) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "", "false", "0", "no":
 		return false, nil
 	case "true", "1", "yes":
 		return true, nil
 	}
-	return false, fmt.Errorf("true or false")
+	return false, errors.New("true or false (or 1, yes; 0, no; in any case)")
 }
 
 // Known are the WAITDAEMON_ variables waitdaemon reads.
@@ -307,11 +348,11 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// lookup is the value of name in env, and whether it is there.
+// lookup is the value of name in env, trimmed, and whether it is there.
 func lookup(env []string, name string) (string, bool) {
 	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
-			return v, true
+			return strings.TrimSpace(v), true
 		}
 	}
 	return "", false

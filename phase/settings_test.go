@@ -92,3 +92,61 @@ func TestUnknownVariables(t *testing.T) {
 		t.Errorf("Known() = %q, want the 14 of --help", got)
 	}
 }
+
+// TestResultFile: WAITDAEMON_RESULT_FILE is a file in a directory of its
+// own on the host, since that directory is bound into the waiter, and
+// has no ':' or ',', which the bind's syntax would split on.
+func TestResultFile(t *testing.T) {
+	cases := []struct {
+		value string
+		want  string // the path read; "" with wantErr
+		// wantErr is what the error says, beyond the variable's name.
+		wantErr string
+	}{
+		{value: "/var/lib/waitdaemon/result.json", want: "/var/lib/waitdaemon/result.json"},
+		{value: " /var/lib/wd/r.json ", want: "/var/lib/wd/r.json"},
+		{value: "/var/lib/wd:ro/r.json", wantErr: "no ':' or ','"},
+		{value: "/var/lib/wd,ro/r.json", wantErr: "no ':' or ','"},
+		{value: "/r.json", wantErr: "its directory is bound into the waiter"},
+		{value: "/", wantErr: "an absolute path"},
+		{value: "r.json", wantErr: "an absolute path"},
+		{value: "/var/lib/wd/", wantErr: "an absolute path"},
+		{value: "/var/lib/../r.json", wantErr: "an absolute path"},
+	}
+	for _, tc := range cases {
+		s, err := ReadInputs([]string{"IMAGE=alpine", "DOCKER_CONFIG=" + t.TempDir(), "WAITDAEMON_RESULT_FILE=" + tc.value}).Validate()
+		if tc.wantErr == "" {
+			if err != nil || s.ResultFile != tc.want {
+				t.Errorf("WAITDAEMON_RESULT_FILE=%q: %q, %v; want %q", tc.value, s.ResultFile, err, tc.want)
+			}
+			continue
+		}
+		if err == nil || exitCode(err) != engine.ExitInput || !strings.Contains(err.Error(), "WAITDAEMON_RESULT_FILE") || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("WAITDAEMON_RESULT_FILE=%q: %q, %v; want bad input naming it, saying %q", tc.value, s.ResultFile, err, tc.wantErr)
+		}
+	}
+}
+
+// TestSwitch: every switch is read by one rule: trimmed, empty is false,
+// true/1/yes and false/0/no in any case; another value is bad input
+// naming the variable.
+func TestSwitch(t *testing.T) {
+	cases := []struct {
+		value   string
+		want    bool
+		wantErr bool
+	}{
+		{"", false, false}, {"  ", false, false}, {"true", true, false}, {" True ", true, false}, {"YES", true, false},
+		{"1", true, false}, {"no", false, false}, {"False", false, false}, {"0", false, false},
+		{"banana", false, true}, {"on", false, true}, {"t", false, true}, {"2", false, true},
+	}
+	for _, tc := range cases {
+		got, err := Switch("WAITDAEMON_X", tc.value)
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("Switch(%q) = %v, %v; want %v, error %v", tc.value, got, err, tc.want, tc.wantErr)
+		}
+		if err != nil && (exitCode(err) != engine.ExitInput || !strings.Contains(err.Error(), `WAITDAEMON_X="`+tc.value+`"`)) {
+			t.Errorf("Switch(%q) error %v, want bad input naming WAITDAEMON_X and its value", tc.value, err)
+		}
+	}
+}

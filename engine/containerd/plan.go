@@ -124,8 +124,10 @@ func withName(labels map[string]string, name string) map[string]string {
 // a lease, the snapshot on the image's, the container, then the task
 // with its output to its file. A user container's spec is made again
 // from its image's config as it is now. A create whose answer was lost
-// adopts its own container (same ID and labels) and task. When the task
-// cannot be created, the container goes again.
+// adopts its own container (same ID and labels) and task: the client
+// asks Tasks/Get after a lost task create, and a second Create meets its
+// task as AlreadyExists. When the task cannot be created, the container
+// goes again.
 func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 	p := spec.Create.(*planned)
 	img, err := e.C.ImageUnpacked(ctx, p.Image, containerdapi.DefaultPlatform(), p.Snapshotter)
@@ -213,7 +215,11 @@ func (e *Engine) createContainer(ctx context.Context, p *planned, specJSON []byt
 
 // Start starts the container's task. A task that ran before (the
 // waiter's re-runs) is deleted and made anew, on the same snapshot and
-// output file; one already running counts as started.
+// output file; one already running counts as started. A task create or
+// start whose answer was lost is settled by the client, which asks
+// Tasks/Get (see containerdapi's TaskCreate and TaskStart): a task that
+// started and already stopped counts as started, and Follow reads its
+// exit.
 func (e *Engine) Start(ctx context.Context, ref string) error {
 	ctr, err := e.find(ctx, ref)
 	if err != nil {

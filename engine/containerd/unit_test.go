@@ -1,19 +1,28 @@
 package containerd
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
 	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
 	"github.com/waitdaemon/waitdaemon/internal/grpcrr"
+	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
 
 // These tests need no daemon, recorded or not.
@@ -314,4 +323,80 @@ func TestNetworkNote(t *testing.T) {
 	if got := networkNote(private); !strings.Contains(got, "loopback only") || !strings.Contains(got, "network: host") {
 		t.Errorf("networkNote(a network of its own) = %q, want it to say loopback only, and how to get a network", got)
 	}
+}
+
+// TestEngineStartLost replays a hand-made fixture
+// (testdata/fixtures/containerd-handmade/EngineStartLost.json): a re-run's
+// Start whose Tasks/Create and Tasks/Start answers are lost after the
+// daemon acted. Start asks Tasks/Get each time and succeeds, with the
+// task created once and started once; the run had already ended, which
+// counts as started.
+func TestEngineStartLost(t *testing.T) {
+	s := grpcrr.Open(t, fixtures, "containerd-handmade", "EngineStartLost", containerdapi.Codec)
+	lose := &loseAnswers{base: s.Transport, socket: s.Socket, lose: map[string]int{"Tasks/Create": 1, "Tasks/Start": 1}}
+	tr := &trace{}
+	c := &containerdapi.Client{Socket: s.Socket, Transport: lose, Namespace: namespace, Trace: tr, WaitForEngine: -1}
+	e := New(c)
+	e.LogDir = logDir
+	e.now = func() time.Time { return time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC) }
+	id := "tinkerbell_run_01JRR00000000000000000RUN-waitdaemon-user-00000001"
+	if err := e.Start(testCtx(t), id); err != nil {
+		t.Fatalf("Start() with its task's create and start answers lost: %v, want it started", err)
+	}
+	want := []string{"Containers/Get", "Tasks/Get", "Tasks/Delete", "Snapshots/Mounts", "Tasks/Create", "Tasks/Get", "Tasks/Start", "Tasks/Get", "Containers/Update"}
+	if diff := linediff.Lines(want, tr.calls()); diff != "" {
+		t.Errorf("Start() calls (-want +got):\n%s", diff)
+	}
+	if left := lose.left(); left != 0 {
+		t.Errorf("%d answers were not lost: the test lost nothing", left)
+	}
+}
+
+// loseAnswers is a transport that forwards a call to the daemon, reads
+// its whole answer, then fails as a connection that broke before the
+// answer came: the daemon acted, the client never learns it. It does so
+// for the first lose[method] calls of each method ("Tasks/Start").
+type loseAnswers struct {
+	base   http.RoundTripper // nil: HTTP/2 without TLS to socket
+	socket string
+	mu     sync.Mutex
+	lose   map[string]int
+}
+
+func (l *loseAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	if l.base == nil {
+		var p http.Protocols
+		p.SetUnencryptedHTTP2(true)
+		l.base = &http.Transport{Protocols: &p, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", l.socket)
+		}}
+	}
+	base := l.base
+	path := req.URL.Path
+	method := path[strings.LastIndex(path[:strings.LastIndex(path, "/")], ".")+1:]
+	lost := l.lose[method] > 0
+	if lost {
+		l.lose[method]--
+	}
+	l.mu.Unlock()
+	resp, err := base.RoundTrip(req)
+	if err != nil || !lost {
+		return resp, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return nil, fmt.Errorf("read unix ->%s: %w", l.socket, syscall.ECONNRESET)
+}
+
+// left is how many answers were to be lost and were not.
+func (l *loseAnswers) left() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, v := range l.lose {
+		n += v
+	}
+	return n
 }
