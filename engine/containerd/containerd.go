@@ -286,9 +286,10 @@ func (e *Engine) List(ctx context.Context, label, value string) ([]engine.Contai
 	out := make([]engine.Container, 0, len(list))
 	for _, c := range list {
 		st, hasTask := status[c.ID]
+		// A start that failed labels it started too (startFailed).
 		ran, running, state := c.Labels[LabelStarted] != "", false, "no task"
 		if hasTask {
-			ran, state = st != containerdapi.TaskCreated && st != containerdapi.TaskUnknown, st.String()
+			ran, state = ran || st != containerdapi.TaskCreated && st != containerdapi.TaskUnknown, st.String()
 			running = st == containerdapi.TaskRunning || st == containerdapi.TaskPaused || st == containerdapi.TaskPausing
 		}
 		out = append(out, engine.Container{ID: c.ID, Name: cmp.Or(c.Labels[LabelName], c.ID), Labels: c.Labels, Ran: ran, Running: running, State: state})

@@ -154,26 +154,27 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 		if rerr := e.Remove(context.WithoutCancel(ctx), p.ID); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
-		return "", fmt.Errorf("creating container %s: %w%s", spec.Name, err, missingBind(err, p.Spec))
+		return "", fmt.Errorf("creating container %s: %w", spec.Name, missingBind(err, p.Spec))
 	}
 	e.remember(spec.Name, p.ID)
 	return p.ID, nil
 }
 
-// missingBind explains a task create that failed on a bind whose source
-// the host lacks (containerd, unlike Docker, never makes one): which path
-// of the host, bound where.
-func missingBind(err error, spec *ocispec.Spec) string {
+// missingBind is a task create that failed on a bind whose source the
+// host lacks (containerd, unlike Docker, never makes one), as an error
+// that says which path of the host, bound where; other errors pass as
+// they are.
+func missingBind(err error, spec *ocispec.Spec) error {
 	msg := err.Error()
 	if !strings.Contains(msg, "no such file or directory") {
-		return ""
+		return err
 	}
 	for _, m := range spec.Mounts {
 		if m.Source != "" && strings.HasPrefix(m.Source, "/") && strings.Contains(msg, "stat "+m.Source+":") {
-			return fmt.Sprintf(" (the host has no %s, bound at %s)", m.Source, m.Destination)
+			return &engine.MissingSourceError{Source: m.Source, Target: m.Destination, Err: err}
 		}
 	}
-	return ""
+	return err
 }
 
 // createContainer prepares the snapshot and creates the container under
@@ -238,14 +239,14 @@ func (e *Engine) Start(ctx context.Context, ref string) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("starting container %s: %w", ref, err)
+		return e.startFailed(ctx, ref, ctr.ID, err)
 	}
 	var offset int64
 	if fi, err := os.Stat(e.logFile(ctr.ID)); err == nil {
 		offset = fi.Size() // seen through the waiter's bind; phase 1 sees none
 	}
 	if _, err := e.C.TaskStart(ctx, ctr.ID); err != nil {
-		return fmt.Errorf("starting container %s: %w", ref, err)
+		return e.startFailed(ctx, ref, ctr.ID, err)
 	}
 	started := e.clock()
 	e.mu.Lock()
@@ -258,6 +259,16 @@ func (e *Engine) Start(ctx context.Context, ref string) error {
 		engine.Log(e.Log, "could not label a started container", map[string]string{"container": ctr.ID, "error": err.Error()})
 	}
 	return nil
+}
+
+// startFailed labels a container whose start failed as started, so that
+// List says it ran, and it is kept like a run that failed; and returns
+// the start's error.
+func (e *Engine) startFailed(ctx context.Context, ref, id string, err error) error {
+	if _, lerr := e.C.ContainerSetLabel(context.WithoutCancel(ctx), id, LabelStarted, "failed "+stamp(e.clock())); lerr != nil {
+		engine.Log(e.Log, "could not label a container that failed to start", map[string]string{"container": id, "error": lerr.Error()})
+	}
+	return fmt.Errorf("starting container %s: %w", ref, err)
 }
 
 // newTask creates the task of a container whose task is gone: on its

@@ -288,11 +288,14 @@ func TestMissingBind(t *testing.T) {
 		{Destination: "/run/waitdaemon-result", Type: "bind", Source: "/var/lib/result"},
 	}}
 	runc := errors.New(`failed to create shim task: OCI runtime create failed: error mounting "/var/lib/result" to rootfs at "/run/waitdaemon-result": stat /var/lib/result: no such file or directory`)
-	if got, want := missingBind(runc, spec), " (the host has no /var/lib/result, bound at /run/waitdaemon-result)"; got != want {
-		t.Errorf("missingBind() = %q, want %q", got, want)
+	var missing *engine.MissingSourceError
+	if err := missingBind(runc, spec); !errors.As(err, &missing) || missing.Source != "/var/lib/result" || missing.Target != "/run/waitdaemon-result" ||
+		!strings.HasSuffix(err.Error(), " (the host has no /var/lib/result, bound at /run/waitdaemon-result)") || !errors.Is(err, runc) {
+		t.Errorf("missingBind() = %v, want the missing source named", err)
 	}
-	if got := missingBind(errors.New("unable to apply caps: operation not permitted"), spec); got != "" {
-		t.Errorf("missingBind() of another failure = %q, want nothing", got)
+	other := errors.New("unable to apply caps: operation not permitted")
+	if err := missingBind(other, spec); err != other {
+		t.Errorf("missingBind() of another failure = %v, want it as it is", err)
 	}
 }
 
