@@ -170,10 +170,11 @@ func (h *Handoff) plan(ctx context.Context, eng engine.Engine, s Settings, self 
 	h.User = user
 	if h.Fallback != nil {
 		// The fallback has the user container's settings, its own image
-		// and command, and that image's entrypoint.
+		// and command, and that image's entrypoint; its image set without
+		// a command runs its own ENTRYPOINT and CMD, not the action's.
 		fb, err := eng.Plan(ctx, self, engine.Want{
 			Name: h.Fallback.Name, Image: *s.FallbackImage, Labels: labels(RoleFallback, self.Name, self.ID),
-			Command: s.FallbackCommand, Withhold: []string{s.RegistryConfig},
+			Command: s.FallbackCommand, ImageDefault: s.FallbackCommand == nil, Withhold: []string{s.RegistryConfig},
 		})
 		if err != nil {
 			return err

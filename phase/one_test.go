@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/fake"
+	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
 
 const actionID = "a0c7000000000000000000000000000000000000000000000000000000000001"
@@ -288,5 +290,60 @@ func TestPlan(t *testing.T) {
 	err := Plan(context.Background(), eng, "act", Options{Stdout: &out})
 	if exitCode(err) != engine.ExitInput || !strings.Contains(err.Error(), "container act as an action: IMAGE is not set") {
 		t.Errorf("plan of a container without IMAGE: %v", err)
+	}
+}
+
+// TestOnePlanWants: what phase 1 asks the engine to plan. The user
+// container runs the action's command; the fallback runs its
+// WAITDAEMON_FALLBACK_COMMAND, or, with WAITDAEMON_FALLBACK_IMAGE set
+// alone, that image's own ENTRYPOINT and CMD. Neither takes the registry
+// config along.
+func TestOnePlanWants(t *testing.T) {
+	type want struct {
+		Image        string
+		Command      []string
+		ImageDefault bool
+	}
+	cases := []struct {
+		name     string
+		env      []string
+		user     want
+		fallback *want
+	}{
+		{"no fallback", nil, want{Image: "reboot:1"}, nil},
+		{"a fallback command, IMAGE's entrypoint", []string{`WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`},
+			want{Image: "reboot:1"}, &want{Image: "reboot:1", Command: []string{"reboot", "-f"}}},
+		{"a fallback image and command", []string{"WAITDAEMON_FALLBACK_IMAGE=fb:2", `WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`},
+			want{Image: "reboot:1"}, &want{Image: "fb:2", Command: []string{"reboot", "-f"}}},
+		{"a fallback image alone: its own default command", []string{"WAITDAEMON_FALLBACK_IMAGE=fb:2"},
+			want{Image: "reboot:1"}, &want{Image: "fb:2", ImageDefault: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := newFake()
+			s := mustValidate(t, append([]string{"IMAGE=reboot:1"}, tc.env...)...)
+			h := newHandoff(eng, eng.Action, s, false)
+			if err := h.plan(t.Context(), eng, s, eng.Action); err != nil {
+				t.Fatal(err)
+			}
+			asked := func(spec engine.Spec) *want {
+				w := spec.Create.(*fake.Planned).Want
+				if !slices.Equal(w.Withhold, []string{s.RegistryConfig}) {
+					t.Errorf("%s withholds %q, want the registry config %q", spec.Name, w.Withhold, s.RegistryConfig)
+				}
+				return &want{Image: w.Image.String(), Command: w.Command, ImageDefault: w.ImageDefault}
+			}
+			got := asked(h.User)
+			if diff := linediff.Text(fmt.Sprintf("%+v\n", tc.user), fmt.Sprintf("%+v\n", *got)); diff != "" {
+				t.Errorf("user container's Want (-want +got):\n%s", diff)
+			}
+			var gotFB *want
+			if h.Fallback != nil {
+				gotFB = asked(*h.Fallback)
+			}
+			if diff := linediff.Text(fmt.Sprintf("%+v\n", tc.fallback), fmt.Sprintf("%+v\n", gotFB)); diff != "" {
+				t.Errorf("fallback's Want (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

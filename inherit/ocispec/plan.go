@@ -19,7 +19,9 @@
 //     "action", "--"]) is the user image's command, run by the user
 //     image's ENTRYPOINT. No command runs the user image's ENTRYPOINT and
 //     CMD. Args that do not start with the action image's ENTRYPOINT
-//     replaced it, and travel whole.
+//     replaced it, and travel whole. Input.ImageDefault (the fallback's
+//     image without a command) runs the user image's ENTRYPOINT and CMD,
+//     whatever the action ran.
 //   - process.env: the action's, less waitdaemon's control variables
 //     (inherit.Control) and the entries its image brought unchanged,
 //     merged over the user image's Env (the user image's entries first,
@@ -81,6 +83,10 @@ type Input struct {
 	// UserImageRef its name, for messages.
 	UserImage    ImageConfig
 	UserImageRef string
+	// ImageDefault runs the user image's own ENTRYPOINT and CMD, whatever
+	// the action's command: the fallback's, when its image is set without
+	// a command.
+	ImageDefault bool
 	// Namespace is the containerd namespace the user container is made
 	// in, and ID its ID: its cgroup is /<Namespace>/<ID>.
 	Namespace string
@@ -104,6 +110,9 @@ var (
 	// ErrNoCommand is a user image with neither ENTRYPOINT nor CMD, run
 	// by an action with no command.
 	ErrNoCommand = errors.New("no command: the action's command is empty and the image has no ENTRYPOINT or CMD")
+	// ErrNoDefault is a user image with neither ENTRYPOINT nor CMD,
+	// asked for its own default command.
+	ErrNoDefault = errors.New("no command: the image has no ENTRYPOINT or CMD of its own to run")
 	// ErrUser is a user image whose USER needs the image's /etc/passwd
 	// or /etc/group to become numbers.
 	ErrUser = errors.New("only a numeric uid:gid, root or 0 can be used without the image's /etc/passwd")
@@ -136,7 +145,7 @@ func Plan(in Input) (Spec, error) {
 
 	p := *s.Process
 	var err error
-	if p.Args, err = command(p.Args, in.Image, in.UserImage); err != nil {
+	if p.Args, err = command(p.Args, in.Image, in.UserImage, in.ImageDefault); err != nil {
 		return Spec{}, fmt.Errorf("user image %s: %w", in.UserImageRef, err)
 	}
 	p.Env = userEnv(p.Env, in.Image.Env, in.UserImage.Env)
@@ -189,8 +198,16 @@ func HostNetwork(s Spec) bool {
 // image's ENTRYPOINT are the action's command, unless they are its image's
 // CMD; the command runs with the user image's ENTRYPOINT, and no command
 // runs its ENTRYPOINT and CMD. Args that do not start with the action
-// image's ENTRYPOINT replaced it, and are kept whole.
-func command(args []string, img, userImg ImageConfig) ([]string, error) {
+// image's ENTRYPOINT replaced it, and are kept whole. imageDefault runs
+// the user image's ENTRYPOINT and CMD, whatever the args.
+func command(args []string, img, userImg ImageConfig, imageDefault bool) ([]string, error) {
+	if imageDefault {
+		out := slices.Concat(userImg.Entrypoint, userImg.Cmd)
+		if len(out) == 0 {
+			return nil, ErrNoDefault
+		}
+		return out, nil
+	}
 	rest, ok := cutPrefix(args, img.Entrypoint)
 	if !ok {
 		return args, nil

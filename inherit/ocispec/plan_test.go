@@ -338,6 +338,47 @@ func TestPlanCommand(t *testing.T) {
 	}
 }
 
+// TestPlanImageDefault: asked for the user image's own default command
+// (the fallback's, set without a command), the args are its ENTRYPOINT
+// and CMD, as containerd's WithImageConfig makes them, whatever the
+// action ran; the cwd and env follow the usual rules.
+func TestPlanImageDefault(t *testing.T) {
+	wd := []string{"/waitdaemon", "action", "--"}
+	fb := ImageConfig{Entrypoint: []string{"/bin/fallback"}, Cmd: []string{"--now"}, WorkingDir: "/fb", Env: []string{"PATH=/fb/bin"}}
+	cases := []struct {
+		name    string
+		args    []string
+		user    ImageConfig
+		want    []string
+		wantErr error
+	}{
+		{"over the action's command", slices.Concat(wd, []string{"reboot"}), fb, []string{"/bin/fallback", "--now"}, nil},
+		{"over an ENTRYPOINT the action replaced", []string{"/bin/sh", "-c", "echo hi"}, fb, []string{"/bin/fallback", "--now"}, nil},
+		{"with no command in the action", wd, fb, []string{"/bin/fallback", "--now"}, nil},
+		{"CMD only", slices.Concat(wd, []string{"reboot"}), ImageConfig{Cmd: []string{"/bin/sh"}}, []string{"/bin/sh"}, nil},
+		{"ENTRYPOINT only", slices.Concat(wd, []string{"reboot"}), ImageConfig{Entrypoint: []string{"/kexec"}}, []string{"/kexec"}, nil},
+		{"none in the image", slices.Concat(wd, []string{"reboot"}), ImageConfig{}, nil, ErrNoDefault},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base(t)
+			in.Spec.Process.Args = tc.args
+			in.Image, in.UserImage = waitdaemonImage, tc.user
+			in.ImageDefault = true
+			out, err := Plan(in)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Plan error = %v, want %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			is(t, "args", out.Process.Args, tc.want)
+			is(t, "cwd", out.Process.Cwd, dir(tc.user.WorkingDir))
+			is(t, "env", out.Process.Env, orDefault(tc.user.Env))
+		})
+	}
+}
+
 func TestPlanEnv(t *testing.T) {
 	const path = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	cases := []struct {
