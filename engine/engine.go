@@ -122,8 +122,10 @@ type Want struct {
 	// command (its ENTRYPOINT and CMD) instead of the action's: the
 	// fallback's when its image is set without a command.
 	ImageDefault bool
-	// Withhold are paths of the action container whose binds and mounts
-	// do not travel: the registry config with its credentials.
+	// Withhold are directories of the action container whose binds and
+	// mounts do not travel, and which are hidden where a bind of a parent
+	// directory would carry them along: the registry config with its
+	// credentials.
 	Withhold []string
 }
 
