@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -343,6 +344,55 @@ func TestOnePlanWants(t *testing.T) {
 			}
 			if diff := linediff.Text(fmt.Sprintf("%+v\n", tc.fallback), fmt.Sprintf("%+v\n", gotFB)); diff != "" {
 				t.Errorf("fallback's Want (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestOneWithholdsARegistryConfigThatIsThere: phase 1 sees the action's
+// own files. A registry config directory that is not there holds no
+// credentials, and is not withheld: hidden, it would be made on the host
+// through the bind of a parent, or fail the start of a read-only one.
+// Planned for another container (plan --container), it is always
+// withheld, as that container's files cannot be seen.
+func TestOneWithholdsARegistryConfigThatIsThere(t *testing.T) {
+	there, missing := t.TempDir(), filepath.Join(t.TempDir(), "missing")
+	cases := []struct {
+		name   string
+		config string
+		other  bool // plan --container
+		want   []string
+	}{
+		{"there", there, false, []string{there}},
+		{"not there", missing, false, nil},
+		{"another container's, there or not", missing, true, []string{missing}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := newFake()
+			env := []string{"IMAGE=reboot:1", `WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`, "WAITDAEMON_DRY_RUN=true", "DOCKER_CONFIG=" + tc.config}
+			var out bytes.Buffer
+			var err error
+			if tc.other {
+				eng.Action.Env = env
+				err = Plan(t.Context(), eng, "act", Options{Stdout: &out})
+			} else {
+				err = One(t.Context(), eng, ReadInputs(env), Options{Stdout: &out, Stderr: io.Discard})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var plan struct {
+				User     struct{ Create fake.Planned } `json:"user_container"`
+				Fallback struct{ Create fake.Planned } `json:"fallback_container"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &plan); err != nil || plan.User.Create.Want == nil || plan.Fallback.Create.Want == nil {
+				t.Fatalf("plan = %s (%v)", out.String(), err)
+			}
+			for role, w := range map[string]*engine.Want{"user container": plan.User.Create.Want, "fallback": plan.Fallback.Create.Want} {
+				if diff := linediff.Lines(tc.want, w.Withhold); diff != "" {
+					t.Errorf("the %s withholds (-want +got):\n%s", role, diff)
+				}
 			}
 		})
 	}
