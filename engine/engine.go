@@ -130,10 +130,16 @@ type Want struct {
 	Labels map[string]string
 	// Command, when set, replaces the action's command, and the image's
 	// entrypoint applies: the fallback's. Nil: the action's command, by
-	// the rules of inheritance.
+	// the rules of inheritance, unless ImageDefault.
 	Command []string
-	// Withhold are paths of the action container whose binds and mounts
-	// do not travel: the registry config with its credentials.
+	// ImageDefault, with no Command, runs the image's own default
+	// command (its ENTRYPOINT and CMD) instead of the action's: the
+	// fallback's when its image is set without a command.
+	ImageDefault bool
+	// Withhold are directories of the action container whose binds and
+	// mounts do not travel, and which are hidden where a bind of a parent
+	// directory would carry them along: the registry config with its
+	// credentials.
 	Withhold []string
 }
 

@@ -6,6 +6,7 @@ package inherit
 
 import (
 	"maps"
+	"path"
 	"reflect"
 	"slices"
 	"strings"
@@ -25,9 +26,10 @@ type Input struct {
 	// APIVersion is the negotiated API version: below 1.44, create takes
 	// one network only.
 	APIVersion string
-	// Withhold are paths in the action container whose binds and mounts
-	// (at the path or below it) do not travel: the registry config that
-	// waitdaemon reads its credentials from.
+	// Withhold are directories in the action container whose binds and
+	// mounts (at the path or below it) do not travel: the registry config
+	// that waitdaemon reads its credentials from. One that a bind or
+	// volume of a parent reaches is hidden under an empty tmpfs.
 	Withhold []string
 }
 
@@ -73,6 +75,7 @@ func Plan(in Input) Output {
 	host.RestartPolicy = nil // a restarted reboot would loop
 	host.Links = rewriteLinks(host.Links)
 	host.Binds, host.Mounts = withhold(host.Binds, host.Mounts, in.Withhold)
+	host.Tmpfs = mask(host.Binds, host.Mounts, host.Tmpfs, in.Withhold)
 	host.PortBindings = nullIsEmpty(host.PortBindings)
 	host.PidMode = notPrivate(host.PidMode)
 	host.UTSMode = notPrivate(host.UTSMode)
@@ -114,6 +117,61 @@ func withhold(binds []string, mounts []dockerapi.Mount, paths []string) ([]strin
 		}
 	}
 	return outB, outM
+}
+
+// maskOptions make the tmpfs that hides a withheld path: empty and
+// read-only (the engine adds noexec, nosuid and nodev).
+const maskOptions = "ro"
+
+// mask returns tmpfs with an empty, read-only tmpfs at each withheld
+// path that one of binds or mounts (those that travel) reaches through a
+// parent directory: a bind of /root carries /root/.docker along. The
+// engine mounts it after the parent, deeper paths last. A path no bind
+// reaches is the action image's, not the user's, and needs none; nor
+// does one below another withheld path that is hidden. tmpfs itself is
+// not changed.
+func mask(binds []string, mounts []dockerapi.Mount, tmpfs map[string]string, paths []string) map[string]string {
+	var targets []string
+	for _, b := range binds {
+		// src:target[:options]; a named volume too.
+		if f := strings.Split(b, ":"); len(f) >= 2 {
+			targets = append(targets, f[1])
+		}
+	}
+	for _, m := range mounts {
+		if m.Type != "tmpfs" { // a new tmpfs holds nothing of the host's
+			targets = append(targets, m.Target)
+		}
+	}
+	var hide []string
+	for _, p := range paths {
+		if p = path.Clean(p); p == "/" || p == "." {
+			continue
+		}
+		reached := slices.ContainsFunc(targets, func(t string) bool { return below(p, path.Clean(t)) })
+		hidden := func(q string) bool { q = path.Clean(q); return q != "/" && below(p, q) }
+		if reached && !slices.ContainsFunc(paths, hidden) {
+			hide = append(hide, p)
+		}
+	}
+	if len(hide) == 0 {
+		return tmpfs
+	}
+	out := maps.Clone(tmpfs)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, p := range hide {
+		if _, ok := out[p]; !ok { // the action's own tmpfs there hides it already
+			out[p] = maskOptions
+		}
+	}
+	return out
+}
+
+// below reports whether p is strictly below dir.
+func below(p, dir string) bool {
+	return p != dir && (dir == "/" || strings.HasPrefix(p, dir+"/"))
 }
 
 // command returns the Cmd and Entrypoint to set. The action's command is

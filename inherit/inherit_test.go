@@ -635,3 +635,59 @@ func FuzzPlan(f *testing.F) {
 		}
 	})
 }
+
+// TestPlanMaskWithheld: a withheld path that a bind or volume of the
+// action reaches through a parent directory is hidden under an empty,
+// read-only tmpfs in the user container. A bind at the path is dropped
+// as before; a path no bind reaches is the action image's, and needs
+// nothing. The action's own tmpfs mounts stay, and its map is left as it
+// was.
+func TestPlanMaskWithheld(t *testing.T) {
+	const docker = "/root/.docker"
+	cases := []struct {
+		name      string
+		withhold  []string
+		binds     []string
+		mounts    []dockerapi.Mount
+		tmpfs     map[string]string
+		wantBinds []string
+		wantTmpfs map[string]string
+	}{
+		{"/root:/root, the default DOCKER_CONFIG", []string{docker}, []string{"/root:/root"}, nil, nil,
+			[]string{"/root:/root"}, map[string]string{docker: "ro"}},
+		{"DOCKER_CONFIG=/etc/wd/docker under a bind of /etc", []string{"/etc/wd/docker"}, []string{"/etc:/etc:ro"}, nil, nil,
+			[]string{"/etc:/etc:ro"}, map[string]string{"/etc/wd/docker": "ro"}},
+		{"Podman's options, trailing slashes", []string{docker + "/"}, []string{"/root/:/root/:rw,rprivate,rbind"}, nil, nil,
+			[]string{"/root/:/root/:rw,rprivate,rbind"}, map[string]string{docker: "ro"}},
+		{"a named volume at the parent", []string{docker}, []string{"home:/root"}, nil, nil,
+			[]string{"home:/root"}, map[string]string{docker: "ro"}},
+		{"a bind at the path, dropped, and one at its parent", []string{docker}, []string{"/srv/auth:/root/.docker:ro", "/root:/root"}, nil, nil,
+			[]string{"/root:/root"}, map[string]string{docker: "ro"}},
+		{"a bind at the path alone: dropped, nothing to hide", []string{docker}, []string{"/srv/auth:/root/.docker:ro", "/worker:/workflow"}, nil, nil,
+			[]string{"/worker:/workflow"}, nil},
+		{"no bind reaches it", []string{docker}, []string{"/root/.dockerx:/root/.dockerx", "/srv/root:/ro"}, nil, nil,
+			[]string{"/root/.dockerx:/root/.dockerx", "/srv/root:/ro"}, nil},
+		{"nothing withheld", nil, []string{"/root:/root"}, nil, nil,
+			[]string{"/root:/root"}, nil},
+		{"a bind mount at the parent", []string{docker}, nil, []dockerapi.Mount{{Type: "bind", Source: "/root", Target: "/root/"}}, nil,
+			nil, map[string]string{docker: "ro"}},
+		{"a volume mount two levels up", []string{"/var/lib/wd/docker"}, nil, []dockerapi.Mount{{Type: "volume", Source: "lib", Target: "/var/lib"}}, nil,
+			nil, map[string]string{"/var/lib/wd/docker": "ro"}},
+		{"a tmpfs mount at the parent holds nothing of the host's", []string{docker}, nil, []dockerapi.Mount{{Type: "tmpfs", Target: "/root"}}, nil,
+			nil, nil},
+		{"next to the action's own tmpfs", []string{docker}, []string{"/root:/root"}, nil, map[string]string{"/run": "rw,size=64m"},
+			[]string{"/root:/root"}, map[string]string{"/run": "rw,size=64m", docker: "ro"}},
+		{"one withheld path below another: the upper one is hidden", []string{docker, docker + "/config.json"}, []string{"/root:/root"}, nil, nil,
+			[]string{"/root:/root"}, map[string]string{docker: "ro"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dockerapi.Container{ID: "x", HostConfig: dockerapi.HostConfig{Binds: tc.binds, Mounts: tc.mounts, Tmpfs: tc.tmpfs}}
+			before := fmt.Sprint(tc.tmpfs)
+			out := Plan(Input{Container: c, Withhold: tc.withhold})
+			is(t, "Binds", out.Create.HostConfig.Binds, tc.wantBinds)
+			is(t, "Tmpfs", out.Create.HostConfig.Tmpfs, tc.wantTmpfs)
+			is(t, "the action's Tmpfs after the plan", fmt.Sprint(tc.tmpfs), before)
+		})
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"time"
@@ -26,6 +28,9 @@ type Handoff struct {
 	Fallback *engine.Spec `json:"fallback_container,omitempty"`
 	Waiter   engine.Spec  `json:"waiter"`
 	TookMS   int64        `json:"took_ms,omitempty"`
+
+	// inAction: this process runs in the action, and sees its files.
+	inAction bool
 }
 
 type containerRef struct {
@@ -52,6 +57,7 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 		return err
 	}
 	h := newHandoff(eng, self, s, o.Verbose)
+	h.inAction = true
 	if s.DryRun {
 		if err := h.plan(ctx, eng, s, self); err != nil {
 			return err
@@ -159,10 +165,18 @@ func (h *Handoff) plan(ctx context.Context, eng engine.Engine, s Settings, self 
 		h.Pull = append(h.Pull, p)
 	}
 	// The registry config stays with the action: its credentials were
-	// for this pull, not for the user container.
+	// for this pull, not for the user container. One the action does not
+	// have holds none, and is left alone: hidden under a tmpfs, it would
+	// be made on the host through the bind of a parent directory, or fail
+	// the start under a read-only one. Another container's files cannot
+	// be seen (plan --container): its config is withheld.
+	withhold := []string{s.RegistryConfig}
+	if _, err := os.Stat(s.RegistryConfig); h.inAction && errors.Is(err, fs.ErrNotExist) {
+		withhold = nil
+	}
 	user, err := eng.Plan(ctx, self, engine.Want{
 		Name: h.User.Name, Image: s.Image, Labels: labels(RoleUser, self.Name, self.ID),
-		Withhold: []string{s.RegistryConfig},
+		Withhold: withhold,
 	})
 	if err != nil {
 		return err
@@ -170,10 +184,11 @@ func (h *Handoff) plan(ctx context.Context, eng engine.Engine, s Settings, self 
 	h.User = user
 	if h.Fallback != nil {
 		// The fallback has the user container's settings, its own image
-		// and command, and that image's entrypoint.
+		// and command, and that image's entrypoint; its image set without
+		// a command runs its own ENTRYPOINT and CMD, not the action's.
 		fb, err := eng.Plan(ctx, self, engine.Want{
 			Name: h.Fallback.Name, Image: *s.FallbackImage, Labels: labels(RoleFallback, self.Name, self.ID),
-			Command: s.FallbackCommand, Withhold: []string{s.RegistryConfig},
+			Command: s.FallbackCommand, ImageDefault: s.FallbackCommand == nil, Withhold: withhold,
 		})
 		if err != nil {
 			return err

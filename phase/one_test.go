@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/fake"
+	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
 
 const actionID = "a0c7000000000000000000000000000000000000000000000000000000000001"
@@ -349,5 +351,109 @@ func TestOneResultDirMissing(t *testing.T) {
 	eng.Fail = map[string]error{"Create act-waitdaemon-waiter": other}
 	if _, _, err := phaseOne(t, eng, "IMAGE=reboot:1", "WAITDAEMON_RESULT_FILE=/mnt/target/var/wd/result.json"); !errors.Is(err, other) || exitCode(err) == engine.ExitInput {
 		t.Errorf("phase 1: %v; want the engine's error", err)
+	}
+}
+
+// TestOnePlanWants: what phase 1 asks the engine to plan. The user
+// container runs the action's command; the fallback runs its
+// WAITDAEMON_FALLBACK_COMMAND, or, with WAITDAEMON_FALLBACK_IMAGE set
+// alone, that image's own ENTRYPOINT and CMD. Neither takes the registry
+// config along.
+func TestOnePlanWants(t *testing.T) {
+	type want struct {
+		Image        string
+		Command      []string
+		ImageDefault bool
+	}
+	cases := []struct {
+		name     string
+		env      []string
+		user     want
+		fallback *want
+	}{
+		{"no fallback", nil, want{Image: "reboot:1"}, nil},
+		{"a fallback command, IMAGE's entrypoint", []string{`WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`},
+			want{Image: "reboot:1"}, &want{Image: "reboot:1", Command: []string{"reboot", "-f"}}},
+		{"a fallback image and command", []string{"WAITDAEMON_FALLBACK_IMAGE=fb:2", `WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`},
+			want{Image: "reboot:1"}, &want{Image: "fb:2", Command: []string{"reboot", "-f"}}},
+		{"a fallback image alone: its own default command", []string{"WAITDAEMON_FALLBACK_IMAGE=fb:2"},
+			want{Image: "reboot:1"}, &want{Image: "fb:2", ImageDefault: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := newFake()
+			s := mustValidate(t, append([]string{"IMAGE=reboot:1"}, tc.env...)...)
+			h := newHandoff(eng, eng.Action, s, false)
+			if err := h.plan(t.Context(), eng, s, eng.Action); err != nil {
+				t.Fatal(err)
+			}
+			asked := func(spec engine.Spec) *want {
+				w := spec.Create.(*fake.Planned).Want
+				if !slices.Equal(w.Withhold, []string{s.RegistryConfig}) {
+					t.Errorf("%s withholds %q, want the registry config %q", spec.Name, w.Withhold, s.RegistryConfig)
+				}
+				return &want{Image: w.Image.String(), Command: w.Command, ImageDefault: w.ImageDefault}
+			}
+			got := asked(h.User)
+			if diff := linediff.Text(fmt.Sprintf("%+v\n", tc.user), fmt.Sprintf("%+v\n", *got)); diff != "" {
+				t.Errorf("user container's Want (-want +got):\n%s", diff)
+			}
+			var gotFB *want
+			if h.Fallback != nil {
+				gotFB = asked(*h.Fallback)
+			}
+			if diff := linediff.Text(fmt.Sprintf("%+v\n", tc.fallback), fmt.Sprintf("%+v\n", gotFB)); diff != "" {
+				t.Errorf("fallback's Want (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestOneWithholdsARegistryConfigThatIsThere: phase 1 sees the action's
+// own files. A registry config directory that is not there holds no
+// credentials, and is not withheld: hidden, it would be made on the host
+// through the bind of a parent, or fail the start of a read-only one.
+// Planned for another container (plan --container), it is always
+// withheld, as that container's files cannot be seen.
+func TestOneWithholdsARegistryConfigThatIsThere(t *testing.T) {
+	there, missing := t.TempDir(), filepath.Join(t.TempDir(), "missing")
+	cases := []struct {
+		name   string
+		config string
+		other  bool // plan --container
+		want   []string
+	}{
+		{"there", there, false, []string{there}},
+		{"not there", missing, false, nil},
+		{"another container's, there or not", missing, true, []string{missing}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := newFake()
+			env := []string{"IMAGE=reboot:1", `WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`, "WAITDAEMON_DRY_RUN=true", "DOCKER_CONFIG=" + tc.config}
+			var out bytes.Buffer
+			var err error
+			if tc.other {
+				eng.Action.Env = env
+				err = Plan(t.Context(), eng, "act", Options{Stdout: &out})
+			} else {
+				err = One(t.Context(), eng, ReadInputs(env), Options{Stdout: &out, Stderr: io.Discard})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var plan struct {
+				User     struct{ Create fake.Planned } `json:"user_container"`
+				Fallback struct{ Create fake.Planned } `json:"fallback_container"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &plan); err != nil || plan.User.Create.Want == nil || plan.Fallback.Create.Want == nil {
+				t.Fatalf("plan = %s (%v)", out.String(), err)
+			}
+			for role, w := range map[string]*engine.Want{"user container": plan.User.Create.Want, "fallback": plan.Fallback.Create.Want} {
+				if diff := linediff.Lines(tc.want, w.Withhold); diff != "" {
+					t.Errorf("the %s withholds (-want +got):\n%s", role, diff)
+				}
+			}
+		})
 	}
 }

@@ -60,7 +60,7 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 		Output: "file://" + e.logFile(id),
 		in: &ocispec.Input{
 			Spec: d.spec, Image: *d.image, UserImageRef: want.Image.String(),
-			Namespace: e.namespace(), ID: id, Withhold: want.Withhold,
+			Namespace: e.namespace(), ID: id, Withhold: want.Withhold, ImageDefault: want.ImageDefault,
 		},
 		command: want.Command,
 	}

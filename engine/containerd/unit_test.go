@@ -403,3 +403,48 @@ func (l *loseAnswers) left() int {
 	}
 	return n
 }
+
+// TestEnginePlanFallback replays a hand-made fixture
+// (testdata/fixtures/containerd-handmade): the fallback's image is not
+// present at the plan, so its spec is made at create, from the image's
+// config. Its args are its Command after the image's ENTRYPOINT, or, for
+// ImageDefault, the image's own ENTRYPOINT and CMD, whatever the action
+// ran; with neither, the action's command.
+func TestEnginePlanFallback(t *testing.T) {
+	var fb containerdapi.ImageConfig
+	fb.Config.Entrypoint, fb.Config.Cmd = []string{"/bin/fallback"}, []string{"--now"}
+	ref, _ := imageref.Parse("waitdaemon-fallback:2")
+	cases := []struct {
+		name string
+		want engine.Want
+		args []string
+	}{
+		{"the action's command", engine.Want{}, []string{"/bin/fallback", "reboot"}},
+		{"a command", engine.Want{Command: []string{"reboot", "-f"}}, []string{"/bin/fallback", "reboot", "-f"}},
+		{"the image's default", engine.Want{ImageDefault: true}, []string{"/bin/fallback", "--now"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := grpcrr.Open(t, fixtures, "containerd-handmade", "EnginePlanFallback", containerdapi.Codec)
+			e := New(&containerdapi.Client{Socket: s.Socket, Transport: s.Transport, Namespace: namespace})
+			e.newSuffix = func() string { return "0000000f" }
+			act := recordedAction(t, "reboot.json")
+			act.Detail.(*self).image = &ocispec.ImageConfig{Entrypoint: []string{"/waitdaemon", "action", "--"}}
+			tc.want.Name, tc.want.Image = act.Name+"-waitdaemon-fallback", ref
+			spec, err := e.Plan(testCtx(t), act, tc.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := spec.Create.(*planned)
+			if p.Pending == "" || p.Spec != nil {
+				t.Fatalf("Plan() of a missing image = %+v, want it pending", p)
+			}
+			if err := p.finish(fb); err != nil {
+				t.Fatal(err)
+			}
+			if diff := linediff.Lines(tc.args, p.Spec.Process.Args); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

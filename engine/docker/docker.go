@@ -303,8 +303,12 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 	}
 	out := inherit.Plan(inherit.Input{Container: d.ctr, Image: *d.image, UserImage: want.Image.String(), APIVersion: version, Withhold: want.Withhold})
 	create := out.Create
-	if want.Command != nil {
+	switch {
+	case want.Command != nil:
 		create.Cmd, create.Entrypoint = want.Command, nil
+	case want.ImageDefault:
+		// Null, not []: the engine applies the image's own.
+		create.Cmd, create.Entrypoint = nil, nil
 	}
 	create.Labels = merge(create.Labels, want.Labels)
 	return engine.Spec{Name: want.Name, Create: &planned{CreateRequest: create, connect: out.Connect}}, nil

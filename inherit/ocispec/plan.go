@@ -19,7 +19,9 @@
 //     "action", "--"]) is the user image's command, run by the user
 //     image's ENTRYPOINT. No command runs the user image's ENTRYPOINT and
 //     CMD. Args that do not start with the action image's ENTRYPOINT
-//     replaced it, and travel whole.
+//     replaced it, and travel whole. Input.ImageDefault (the fallback's
+//     image without a command) runs the user image's ENTRYPOINT and CMD,
+//     whatever the action ran.
 //   - process.env: the action's, less waitdaemon's control variables
 //     (inherit.Control) and the entries its image brought unchanged,
 //     merged over the user image's Env (the user image's entries first,
@@ -55,7 +57,11 @@
 //     create.
 //   - withheld mounts: those at or below an Input.Withhold path (the
 //     registry config the action read its credentials from) or from at
-//     or below an Input.WithholdSources host path do not travel.
+//     or below an Input.WithholdSources host path do not travel. A
+//     withheld path that a bind of a parent directory still reaches (a
+//     bind of /root, with /root/.docker withheld) is hidden under an
+//     empty, read-only tmpfs mounted after the action's mounts; the
+//     path, a directory, must be there below the bind.
 package ocispec
 
 import (
@@ -81,13 +87,18 @@ type Input struct {
 	// UserImageRef its name, for messages.
 	UserImage    ImageConfig
 	UserImageRef string
+	// ImageDefault runs the user image's own ENTRYPOINT and CMD, whatever
+	// the action's command: the fallback's, when its image is set without
+	// a command.
+	ImageDefault bool
 	// Namespace is the containerd namespace the user container is made
 	// in, and ID its ID: its cgroup is /<Namespace>/<ID>.
 	Namespace string
 	ID        string
-	// Withhold are paths in the action container whose mounts (at the
-	// path or below it) do not travel: the registry config that
-	// waitdaemon reads its credentials from.
+	// Withhold are directories in the action container whose mounts (at
+	// the path or below it) do not travel: the registry config that
+	// waitdaemon reads its credentials from. One that a bind of a parent
+	// reaches is hidden under an empty tmpfs.
 	Withhold []string
 	// WithholdSources are host paths whose mounts (of the path or of
 	// something below it) do not travel.
@@ -104,6 +115,9 @@ var (
 	// ErrNoCommand is a user image with neither ENTRYPOINT nor CMD, run
 	// by an action with no command.
 	ErrNoCommand = errors.New("no command: the action's command is empty and the image has no ENTRYPOINT or CMD")
+	// ErrNoDefault is a user image with neither ENTRYPOINT nor CMD,
+	// asked for its own default command.
+	ErrNoDefault = errors.New("no command: the image has no ENTRYPOINT or CMD of its own to run")
 	// ErrUser is a user image whose USER needs the image's /etc/passwd
 	// or /etc/group to become numbers.
 	ErrUser = errors.New("only a numeric uid:gid, root or 0 can be used without the image's /etc/passwd")
@@ -136,7 +150,7 @@ func Plan(in Input) (Spec, error) {
 
 	p := *s.Process
 	var err error
-	if p.Args, err = command(p.Args, in.Image, in.UserImage); err != nil {
+	if p.Args, err = command(p.Args, in.Image, in.UserImage, in.ImageDefault); err != nil {
 		return Spec{}, fmt.Errorf("user image %s: %w", in.UserImageRef, err)
 	}
 	p.Env = userEnv(p.Env, in.Image.Env, in.UserImage.Env)
@@ -189,8 +203,16 @@ func HostNetwork(s Spec) bool {
 // image's ENTRYPOINT are the action's command, unless they are its image's
 // CMD; the command runs with the user image's ENTRYPOINT, and no command
 // runs its ENTRYPOINT and CMD. Args that do not start with the action
-// image's ENTRYPOINT replaced it, and are kept whole.
-func command(args []string, img, userImg ImageConfig) ([]string, error) {
+// image's ENTRYPOINT replaced it, and are kept whole. imageDefault runs
+// the user image's ENTRYPOINT and CMD, whatever the args.
+func command(args []string, img, userImg ImageConfig, imageDefault bool) ([]string, error) {
+	if imageDefault {
+		out := slices.Concat(userImg.Entrypoint, userImg.Cmd)
+		if len(out) == 0 {
+			return nil, ErrNoDefault
+		}
+		return out, nil
+	}
 	rest, ok := cutPrefix(args, img.Entrypoint)
 	if !ok {
 		return args, nil
@@ -323,8 +345,9 @@ func id(s string) (uint32, error) {
 	return uint32(n), err
 }
 
-// mounts returns the action's mounts that travel, then, on the host's
-// network, the host's files.
+// mounts returns the action's mounts that travel, then the masks of the
+// withheld paths they reach, then, on the host's network, the host's
+// files.
 func mounts(action []Mount, withhold, withholdSources []string, hostNet bool) []Mount {
 	var out []Mount
 	for _, m := range action {
@@ -335,12 +358,52 @@ func mounts(action []Mount, withhold, withholdSources []string, hostNet bool) []
 			out = append(out, m)
 		}
 	}
+	out = append(out, masks(out, withhold)...)
 	if hostNet {
 		for _, f := range HostFiles {
 			out = append(out, Mount{Destination: f, Type: "bind", Source: f, Options: []string{"bind", "rprivate", "ro"}})
 		}
 	}
 	return out
+}
+
+// masks returns an empty, read-only tmpfs at each withheld path that a
+// bind among mounts (those that travel) reaches through a parent
+// directory: a bind of /root carries /root/.docker along. Each goes after
+// every mount of the action, so after its parent. A path no bind reaches
+// is the action image's, not the user's, and needs none; nor does one
+// below another withheld path that is hidden.
+func masks(mounts []Mount, withhold []string) []Mount {
+	var out []Mount
+	for _, w := range withhold {
+		if w == "" {
+			continue
+		}
+		w = path.Clean(w)
+		reached := slices.ContainsFunc(mounts, func(m Mount) bool {
+			return isBind(m) && m.Destination != "" && below(w, path.Clean(m.Destination))
+		})
+		hidden := slices.ContainsFunc(withhold, func(q string) bool {
+			q = path.Clean(q)
+			return q != "" && q != "/" && below(w, q)
+		})
+		if w == "/" || !reached || hidden || slices.ContainsFunc(out, func(m Mount) bool { return m.Destination == w }) {
+			continue
+		}
+		out = append(out, Mount{Destination: w, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}})
+	}
+	return out
+}
+
+// isBind reports whether m binds a path of the host: by its type, or
+// by its options, as runc reads them.
+func isBind(m Mount) bool {
+	return m.Type == "bind" || slices.Contains(m.Options, "bind") || slices.Contains(m.Options, "rbind")
+}
+
+// below reports whether p is strictly below dir.
+func below(p, dir string) bool {
+	return p != dir && (dir == "/" || strings.HasPrefix(p, dir+"/"))
 }
 
 // under reports whether p is one of paths or below one. The root and ""

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -338,6 +339,47 @@ func TestPlanCommand(t *testing.T) {
 	}
 }
 
+// TestPlanImageDefault: asked for the user image's own default command
+// (the fallback's, set without a command), the args are its ENTRYPOINT
+// and CMD, as containerd's WithImageConfig makes them, whatever the
+// action ran; the cwd and env follow the usual rules.
+func TestPlanImageDefault(t *testing.T) {
+	wd := []string{"/waitdaemon", "action", "--"}
+	fb := ImageConfig{Entrypoint: []string{"/bin/fallback"}, Cmd: []string{"--now"}, WorkingDir: "/fb", Env: []string{"PATH=/fb/bin"}}
+	cases := []struct {
+		name    string
+		args    []string
+		user    ImageConfig
+		want    []string
+		wantErr error
+	}{
+		{"over the action's command", slices.Concat(wd, []string{"reboot"}), fb, []string{"/bin/fallback", "--now"}, nil},
+		{"over an ENTRYPOINT the action replaced", []string{"/bin/sh", "-c", "echo hi"}, fb, []string{"/bin/fallback", "--now"}, nil},
+		{"with no command in the action", wd, fb, []string{"/bin/fallback", "--now"}, nil},
+		{"CMD only", slices.Concat(wd, []string{"reboot"}), ImageConfig{Cmd: []string{"/bin/sh"}}, []string{"/bin/sh"}, nil},
+		{"ENTRYPOINT only", slices.Concat(wd, []string{"reboot"}), ImageConfig{Entrypoint: []string{"/kexec"}}, []string{"/kexec"}, nil},
+		{"none in the image", slices.Concat(wd, []string{"reboot"}), ImageConfig{}, nil, ErrNoDefault},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base(t)
+			in.Spec.Process.Args = tc.args
+			in.Image, in.UserImage = waitdaemonImage, tc.user
+			in.ImageDefault = true
+			out, err := Plan(in)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Plan error = %v, want %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			is(t, "args", out.Process.Args, tc.want)
+			is(t, "cwd", out.Process.Cwd, dir(tc.user.WorkingDir))
+			is(t, "env", out.Process.Env, orDefault(tc.user.Env))
+		})
+	}
+}
+
 func TestPlanEnv(t *testing.T) {
 	const path = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	cases := []struct {
@@ -505,7 +547,7 @@ func TestPlanWithhold(t *testing.T) {
 		{"nothing withheld: only tink-agent's /etc files go", nil, nil, []string{"/proc", "/root/.docker", "/root/.docker/config.json", "/root/.dockerx", "/key", "/run/containerd/containerd.sock"}},
 		{"a path and below", []string{"/root/.docker"}, nil, []string{"/proc", "/root/.dockerx", "/key", "/run/containerd/containerd.sock"}},
 		{"a trailing slash", []string{"/root/.docker/"}, nil, []string{"/proc", "/root/.dockerx", "/key", "/run/containerd/containerd.sock"}},
-		{"a file below", []string{"/root/.docker/config.json"}, nil, []string{"/proc", "/root/.docker", "/root/.dockerx", "/key", "/run/containerd/containerd.sock"}},
+		{"below: hidden where the bind of its parent reaches it", []string{"/root/.docker/config.json"}, nil, []string{"/proc", "/root/.docker", "/root/.dockerx", "/key", "/run/containerd/containerd.sock", "/root/.docker/config.json"}},
 		{"the root and empty hold nothing", []string{"/", ""}, []string{"/", ""}, []string{"/proc", "/root/.docker", "/root/.docker/config.json", "/root/.dockerx", "/key", "/run/containerd/containerd.sock"}},
 		{"host sources", nil, []string{"/srv/secret", "/etc/waitdaemon/registry/config.json"}, []string{"/proc", "/root/.docker", "/root/.dockerx", "/run/containerd/containerd.sock"}},
 	}
@@ -519,6 +561,61 @@ func TestPlanWithhold(t *testing.T) {
 				t.Fatal(err)
 			}
 			is(t, "mounts", destinations(out), tc.want)
+		})
+	}
+}
+
+// TestPlanMaskWithheld: a withheld path that a bind of the action
+// reaches through a parent directory is hidden under an empty, read-only
+// tmpfs, mounted after that bind. A bind at the path goes as before; a
+// path no bind reaches is the action image's, and needs nothing.
+func TestPlanMaskWithheld(t *testing.T) {
+	bind := func(src, dst string, opts ...string) Mount {
+		return Mount{Destination: dst, Type: "bind", Source: src, Options: append([]string{"rbind"}, opts...)}
+	}
+	mask := func(dst string) Mount {
+		return Mount{Destination: dst, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}}
+	}
+	proc := Mount{Destination: "/proc", Type: "proc", Source: "proc"}
+	const docker = "/root/.docker"
+	cases := []struct {
+		name     string
+		withhold []string
+		action   []Mount
+		want     []Mount
+	}{
+		{"/root:/root, the default DOCKER_CONFIG", []string{docker}, []Mount{proc, bind("/root", "/root")},
+			[]Mount{proc, bind("/root", "/root"), mask(docker)}},
+		{"DOCKER_CONFIG=/etc/wd/docker under a bind of /etc", []string{"/etc/wd/docker"}, []Mount{bind("/etc", "/etc", "ro"), proc},
+			[]Mount{bind("/etc", "/etc", "ro"), proc, mask("/etc/wd/docker")}},
+		{"trailing slashes", []string{docker + "/"}, []Mount{bind("/root/", "/root/")},
+			[]Mount{bind("/root/", "/root/"), mask(docker)}},
+		{"a bind by its options alone", []string{docker}, []Mount{{Destination: "/root", Type: "none", Source: "/root", Options: []string{"rbind", "rw"}}},
+			[]Mount{{Destination: "/root", Type: "none", Source: "/root", Options: []string{"rbind", "rw"}}, mask(docker)}},
+		{"a bind at the path, dropped, and one at its parent", []string{docker}, []Mount{bind("/srv/auth", docker), bind("/root", "/root")},
+			[]Mount{bind("/root", "/root"), mask(docker)}},
+		{"a bind at the path alone: dropped, nothing to hide", []string{docker}, []Mount{proc, bind("/srv/auth", docker)},
+			[]Mount{proc}},
+		{"no bind reaches it", []string{docker}, []Mount{bind("/srv/x", "/root/.dockerx"), bind("/srv/root", "/ro")},
+			[]Mount{bind("/srv/x", "/root/.dockerx"), bind("/srv/root", "/ro")}},
+		{"nothing withheld", nil, []Mount{bind("/root", "/root")},
+			[]Mount{bind("/root", "/root")}},
+		{"a tmpfs at the parent holds nothing of the host's", []string{docker}, []Mount{{Destination: "/root", Type: "tmpfs", Source: "tmpfs"}},
+			[]Mount{{Destination: "/root", Type: "tmpfs", Source: "tmpfs"}}},
+		{"one withheld path below another: the upper one is hidden", []string{docker, docker + "/config.json"}, []Mount{bind("/root", "/root")},
+			[]Mount{bind("/root", "/root"), mask(docker)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base(t)
+			in.Spec.Mounts = tc.action
+			in.Withhold = tc.withhold
+			in.Spec.Linux.Namespaces = []Namespace{{Type: "mount"}, {Type: NetworkNamespace}} // no host files after
+			out, err := Plan(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			is(t, "mounts", out.Mounts, tc.want)
 		})
 	}
 }
@@ -586,6 +683,7 @@ func FuzzPlan(f *testing.F) {
 		f.Add([]byte(readCase(f, name).Container.Spec.Value), "")
 	}
 	f.Add([]byte(`{"process":{"args":["/waitdaemon","action","--"],"env":["IMAGE=a"]},"linux":{"namespaces":[{"type":"network","path":"/x"}]},"mounts":[{"destination":"/root/.docker/x"},{"destination":"/etc//hosts"}]}`), "WAITDAEMON_IMAGE=b\nWAIT_SECONDS=1")
+	f.Add([]byte(`{"process":{"args":["/waitdaemon","action","--","reboot"]},"linux":{},"mounts":[{"destination":"/root/","type":"bind","source":"/root"},{"destination":"/root/.docker/","type":"bind","source":"/etc/waitdaemon"}]}`), "")
 	f.Fuzz(func(t *testing.T, data []byte, env string) {
 		var s Spec
 		if err := json.Unmarshal(data, &s); err != nil || s.Process == nil || !utf8.ValidString(env) {
@@ -620,13 +718,20 @@ func FuzzPlan(f *testing.F) {
 			}
 		}
 		hostNet := HostNetwork(s)
+		reached, masked := false, false
 		for _, m := range out.Mounts {
-			if under(m.Destination, []string{"/root/.docker"}) || under(m.Source, []string{"/etc/waitdaemon"}) {
+			mask := m.Destination == "/root/.docker" && m.Type == "tmpfs" && m.Source == "tmpfs" && slices.Contains(m.Options, "ro")
+			masked = masked || mask
+			reached = reached || isBind(m) && below("/root/.docker", path.Clean(m.Destination))
+			if !mask && (under(m.Destination, []string{"/root/.docker"}) || under(m.Source, []string{"/etc/waitdaemon"})) {
 				t.Errorf("withheld mount travels: %+v", m)
 			}
 			if slices.Contains(HostFiles, filepath.Clean(m.Destination)) && (!hostNet || m.Source != m.Destination) {
 				t.Errorf("the action's %s travels: %+v", m.Destination, m)
 			}
+		}
+		if reached != masked {
+			t.Errorf("a bind reaches the withheld /root/.docker: %v; it is hidden: %v", reached, masked)
 		}
 		if out.Root.Path != "rootfs" || out.Linux.CgroupsPath != "/tinkerbell/"+newID {
 			t.Errorf("root %q, cgroupsPath %q", out.Root.Path, out.Linux.CgroupsPath)
