@@ -81,6 +81,13 @@ type testEngine struct {
 	// localhost: images loaded from Docker are named localhost/NAME, and
 	// a container's image is reported so.
 	localhost bool
+	// makesBindSource: it makes a bind mount's missing source, as Podman
+	// 4.3's compatible API does, where Docker refuses it.
+	makesBindSource bool
+	// forgetsFailedStart: a container whose start failed is inspected as
+	// one never started (Podman 4.3 keeps no error nor exit code), so the
+	// next run of the action removes it rather than keep it.
+	forgetsFailedStart bool
 	// runtimeEnv are the variables the engine gives every container of
 	// its own accord, each with that container's own value.
 	runtimeEnv []string
@@ -93,7 +100,7 @@ type testEngine struct {
 var engines = []testEngine{
 	{name: "docker", setup: setup, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
 	{name: "docker29", setup: setupDocker29, privileged: true, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
-	{name: "podman", setup: setupPodman, privileged: true, localhost: true, runtimeEnv: []string{"HOSTNAME", "HOME", "container"}, runtimeMounts: []string{"/run/.containerenv"}},
+	{name: "podman", setup: setupPodman, privileged: true, localhost: true, makesBindSource: true, forgetsFailedStart: true, runtimeEnv: []string{"HOSTNAME", "HOME", "container"}, runtimeMounts: []string{"/run/.containerenv"}},
 	{name: "containerd", containerd: true, keepsWaiter: true, streamsApart: true, plainHTTP: true, tracedAuth: `"secret": "<redacted>"`},
 }
 
