@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
 )
 
 // noStartImage is the probe image with an entrypoint that is not there:
@@ -123,5 +125,47 @@ func TestStartFailsThenFallback(t *testing.T) {
 			_ = e.engine().Remove(testCtx(t), l.ID)
 		}
 		e.waiter(t, again.ID)
+	})
+}
+
+// TestUnreadableLog: an action whose log cannot be read back (log driver
+// none, which the waiter and the user container inherit) still hands off
+// with a result file: phase 1 reads the waiter's answer from the file it
+// tells, not from its log, and each attempt's tail is empty, with a note
+// that says why. containerd has no log drivers: its rows are Docker's.
+func TestUnreadableLog(t *testing.T) {
+	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
+		out := t.TempDir()
+		r := runAction(t, c, tinkAgent, action{
+			name: "e2e no log", command: []string{"--exit=0"}, volumes: []string{out + ":/out"}, logDriver: "none",
+			env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "0", "WAITDAEMON_RESULT_FILE": filepath.Join(out, "result.json")},
+		})
+		if r.ExitCode != 0 {
+			t.Fatalf("the action exited %d; want the hand-off\n%s", r.ExitCode, r.Logs)
+		}
+		var res struct {
+			ExitCode int `json:"exit_code"`
+			Attempts []struct {
+				LogTail []string `json:"log_tail"`
+				LogNote string   `json:"log_note"`
+			} `json:"attempts"`
+		}
+		var data []byte
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			var err error
+			if data, err = os.ReadFile(filepath.Join(out, "result.json")); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no result file after 30 s: %v", err)
+			}
+		}
+		if err := json.Unmarshal(data, &res); err != nil || res.ExitCode != 0 || len(res.Attempts) != 1 {
+			t.Fatalf("result file (%v):\n%s\nwant one attempt exiting 0", err, data)
+		}
+		if a := res.Attempts[0]; len(a.LogTail) != 0 || !strings.Contains(a.LogNote, "none") {
+			t.Errorf("attempt %+v; want an empty tail and a note naming the log driver", a)
+		}
+		waitGone(t, rigOf(c), r.ID, 10*time.Second)
 	})
 }

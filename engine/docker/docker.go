@@ -463,7 +463,10 @@ func unreadable(err error) (string, bool) {
 	if !errors.As(err, &ae) {
 		return "", false
 	}
-	return ae.Message, ae.Status == http.StatusNotImplemented || strings.Contains(ae.Message, "does not support reading")
+	// Podman 4.3 answers 500, "this container is using the 'none' log
+	// driver, cannot read logs".
+	return ae.Message, ae.Status == http.StatusNotImplemented || strings.Contains(ae.Message, "does not support reading") ||
+		strings.Contains(ae.Message, "cannot read logs")
 }
 
 // Follow waits for the run, then reads the tail of its output. (A

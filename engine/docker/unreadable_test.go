@@ -116,3 +116,23 @@ func TestTell(t *testing.T) {
 		t.Errorf("files left in the root: %q, want the told file alone", left)
 	}
 }
+
+// TestUnreadable: the engines' words for a log that cannot be read back
+// (Podman 4.3's is a 500), and not another failure's.
+func TestUnreadable(t *testing.T) {
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{&dockerapi.Error{Status: 501, Message: "configured logging driver does not support reading"}, true},
+		{&dockerapi.Error{Status: 500, Message: "failed to obtain logs for Container 'ee0f': this container is using the 'none' log driver, cannot read logs: this container is not logging output"}, true},
+		{&dockerapi.Error{Status: 500, Message: "no such container"}, false},
+		{fmt.Errorf("reading: %w", &dockerapi.Error{Status: 404, Message: "No such container: u"}), false},
+		{context.Canceled, false},
+	}
+	for _, tc := range cases {
+		if _, got := unreadable(tc.err); got != tc.want {
+			t.Errorf("unreadable(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
