@@ -1,6 +1,9 @@
 package dockerapi
 
-import "regexp"
+import (
+	"bytes"
+	"regexp"
+)
 
 // secretEnv matches an environment entry in a JSON body whose name says
 // it holds a secret, like "REGISTRY_PASSWORD=…": its value is redacted.
@@ -53,6 +56,9 @@ func scan(b []byte) (matches [][]int, open int) {
 // of the body.
 func (r *redactor) next(p []byte) (out []byte, tooLong bool) {
 	r.held = append(r.held, p...)
+	if bytes.IndexByte(p, '\n') < 0 && len(r.held) <= maxHeld {
+		return nil, false // no new line to give out
+	}
 	matches, open := scan(r.held)
 	// The end of the last line before the open entry, outside any match.
 	cut := 0

@@ -122,7 +122,7 @@ func (b *tracedBody) Read(p []byte) (int, error) {
 			b.t.write([]byte(heldTooLong))
 		}
 	}
-	if err == io.EOF {
+	if err == io.EOF && !b.done {
 		b.end(b.red.end())
 	}
 	return n, err

@@ -15,20 +15,37 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// eofWithLast reads b, and returns io.EOF with its last bytes.
+type eofWithLast struct{ b []byte }
+
+func (r *eofWithLast) Read(p []byte) (int, error) {
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	if len(r.b) == 0 {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
 // traceHead is what the trace of a GET /x shows before a streamed body.
 const traceHead = "> GET /x HTTP/1.1\n> Host: docker\n>\n< HTTP/1.1 200 OK\n<\n"
 
 // traceStream traces a GET whose answer is body, streamed, read by the
 // caller in reads of sizes (in turn, over and over) up to upTo bytes (the
-// whole body when upTo < 0), then closed. It returns the trace of the
+// whole body when upTo < 0), then closed. With eofLast, the body's last
+// read returns its bytes and io.EOF at once. It returns the trace of the
 // body.
-func traceStream(t testing.TB, body []byte, sizes []int, upTo int) string {
+func traceStream(t testing.TB, body []byte, sizes []int, upTo int, eofLast bool) string {
 	t.Helper()
 	var w bytes.Buffer
 	tr := &tracer{w: &w, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+		var r io.Reader = bytes.NewReader(body)
+		if eofLast {
+			r = &eofWithLast{body}
+		}
 		return &http.Response{
 			Status: "200 OK", StatusCode: 200, ProtoMajor: 1, ProtoMinor: 1,
-			Header: http.Header{}, ContentLength: -1, Body: io.NopCloser(bytes.NewReader(body)),
+			Header: http.Header{}, ContentLength: -1, Body: io.NopCloser(r),
 		}, nil
 	})}
 	req, err := http.NewRequest(http.MethodGet, "http://docker/x", nil)
@@ -126,7 +143,7 @@ func TestTraceStreamSplits(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := traceStream(t, []byte(tc.body), tc.sizes, -1)
+			got := traceStream(t, []byte(tc.body), tc.sizes, -1, false)
 			if d := linediff.Text(tc.want, got); d != "" {
 				t.Errorf("trace of the body (-want +got):\n%s", d)
 			}
@@ -139,7 +156,7 @@ func TestTraceStreamSplits(t *testing.T) {
 func TestTraceStreamClosedEarly(t *testing.T) {
 	body := []byte("{\"status\":\"Pulling\"}\n{\"Env\":[\"REGISTRY_PASSWORD=hunter2-abc\"]}\n")
 	upTo := bytes.Index(body, []byte("-abc"))
-	got := traceStream(t, body, []int{8}, upTo)
+	got := traceStream(t, body, []int{8}, upTo, false)
 	want := "{\"status\":\"Pulling\"}\n{\"Env\":[<redacted>\n"
 	if d := linediff.Text(want, got); d != "" {
 		t.Errorf("trace of the body (-want +got):\n%s", d)
@@ -147,14 +164,28 @@ func TestTraceStreamClosedEarly(t *testing.T) {
 }
 
 // TestTraceStreamLongValue: a secret entry longer than the trace holds
-// back is never shown; the trace says so and shows no more of the body.
+// back is never shown; the trace says so and shows no more of the body,
+// even when the body ends in the read that made the entry too long.
 func TestTraceStreamLongValue(t *testing.T) {
 	long := strings.Repeat("s3cr3t", 1<<20/6)
-	body := []byte("{\"status\":\"Pulling\"}\n{\"Env\":[\"REGISTRY_PASSWORD=" + long + "\"]}\n{\"status\":\"done\"}\n")
-	got := traceStream(t, body, []int{4096}, -1)
-	want := "{\"status\":\"Pulling\"}\n{\"Env\":[\n" + "* the trace withholds the rest of this body: a value too long to tell whether it is secret" + "\n"
-	if d := linediff.Text(want, got); d != "" {
-		t.Errorf("trace of the body (-want +got):\n%s", d)
+	head := "{\"status\":\"Pulling\"}\n{\"Env\":[\"REGISTRY_PASSWORD=" + long
+	want := "{\"status\":\"Pulling\"}\n{\"Env\":[\n* the trace withholds the rest of this body: a value too long to tell whether it is secret\n"
+	cases := []struct {
+		name    string
+		body    string
+		sizes   []int
+		eofLast bool
+	}{
+		{"read in pieces", head + "\"]}\n{\"status\":\"done\"}\n", []int{4096}, false},
+		{"unfinished, read at once with its end", head, []int{1 << 21}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := traceStream(t, []byte(tc.body), tc.sizes, -1, tc.eofLast)
+			if d := linediff.Text(want, got); d != "" {
+				t.Errorf("trace of the body (-want +got):\n%s", d)
+			}
+		})
 	}
 }
 
@@ -201,7 +232,7 @@ func FuzzTraceStream(f *testing.F) {
 	f.Add("\n\"\\", []byte{16, 200})
 	f.Fuzz(func(t *testing.T, pad string, splits []byte) {
 		body := streamBody(pad)
-		got := traceStream(t, body, readSizes(splits, len(body)), -1)
+		got := traceStream(t, body, readSizes(splits, len(body)), -1, len(splits)%2 == 1)
 		if want := string(Redact(body)); got != want {
 			t.Errorf("trace of the body (-want +got):\n%s", linediff.Text(want, got))
 		}
@@ -221,7 +252,7 @@ func FuzzTraceAnyBody(f *testing.F) {
 	f.Add([]byte(`"TOKEN=a\"b" "x" "MY_SECRET=`), []byte{0, 1})
 	f.Add([]byte("\"API_KEY=a\nb\"\n\"PASSWORD\n"), []byte{2})
 	f.Fuzz(func(t *testing.T, body []byte, splits []byte) {
-		got := traceStream(t, body, readSizes(splits, len(body)), -1)
+		got := traceStream(t, body, readSizes(splits, len(body)), -1, len(splits)%2 == 1)
 		want := string(Redact(body))
 		if want != "" && !strings.HasSuffix(want, "\n") {
 			want += "\n"
