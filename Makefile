@@ -113,6 +113,8 @@ fuzz:
 	go test ./phase/ -run=NONE -fuzz=FuzzWaitSeconds -fuzztime=30s
 	go test ./imageref/ -run=NONE -fuzz=FuzzParse -fuzztime=30s
 	go test ./dockerapi/ -run=NONE -fuzz=FuzzDecodePull -fuzztime=30s
+	go test ./dockerapi/ -run=NONE -fuzz=FuzzTraceStream -fuzztime=30s
+	go test ./dockerapi/ -run=NONE -fuzz=FuzzTraceAnyBody -fuzztime=30s
 	go test ./selfid/ -run=NONE -fuzz=FuzzCandidates -fuzztime=30s
 	go test ./inherit/ -run=NONE -fuzz=FuzzPlan -fuzztime=30s
 

@@ -50,7 +50,7 @@ func anyOf(name string, m message) Any {
 
 // tree shows a's value decoded where its type is known: a runtime spec as
 // JSON, with secret-looking environment values redacted; a known message
-// as its fields; anything else as base64.
+// as its fields; anything else as base64, redacted before it is encoded.
 func (a *Any) tree() tree {
 	t := tree{{"type_url", a.TypeURL}}
 	if len(a.Value) == 0 {
@@ -68,7 +68,7 @@ func (a *Any) tree() tree {
 			return append(t, kv{"fields", toTree(m)})
 		}
 	}
-	return append(t, kv{"base64", base64.StdEncoding.EncodeToString(a.Value)})
+	return append(t, kv{"base64", base64.StdEncoding.EncodeToString(dockerapi.Redact(a.Value))})
 }
 
 func (a *Any) fromTree(v any) error {

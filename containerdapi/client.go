@@ -406,15 +406,21 @@ func (f *frameReader) next() ([]byte, error) {
 	if n > maxMessage {
 		return nil, fmt.Errorf("message of %d bytes is larger than %d", n, maxMessage)
 	}
-	msg := make([]byte, n)
-	if _, err := io.ReadFull(f.r, msg); err != nil {
+	// The buffer grows as the bytes arrive: a header alone does not get
+	// the size it declares.
+	var msg bytes.Buffer
+	msg.Grow(int(min(n, frameChunk)))
+	if _, err := io.CopyN(&msg, f.r, int64(n)); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, fmt.Errorf("a message broke off: %w", err)
 	}
-	return msg, nil
+	return msg.Bytes(), nil
 }
+
+// frameChunk is what a message's buffer starts with, at most.
+const frameChunk = 32 << 10
 
 // withCause names why ctx ended, when it did, in an error it caused.
 func withCause(ctx context.Context, err error) error {

@@ -2,13 +2,17 @@ package containerdapi_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"net/http"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // traceBuffer is a trace writer the test can read while the client writes.
@@ -116,5 +120,59 @@ func TestTraceTransportError(t *testing.T) {
 	last := lines[len(lines)-1]
 	if !strings.HasPrefix(last, "* containerd.services.version.v1.Version/Version: ") || !strings.Contains(last, "no such file or directory") {
 		t.Errorf("the trace ends with %q, want * and the method and the dial's error", last)
+	}
+}
+
+// TestTraceBytesRedacted reads blobs whose bytes hold secret entries, as
+// text (an image config) and as binary, shown in base64: the trace shows
+// neither the secrets nor their encodings, and the caller gets the blob
+// as it is.
+func TestTraceBytesRedacted(t *testing.T) {
+	cases := []struct {
+		name    string
+		data    string
+		secrets []string
+		want    string // a line the trace must show
+	}{
+		{
+			name:    "image config",
+			data:    `{"architecture":"amd64","config":{"Env":["PATH=/bin","REGISTRY_PASSWORD=hunter2-cfg","GITHUB_TOKEN=ghp_s3cr3t"]}}`,
+			secrets: []string{"hunter2-cfg", "ghp_s3cr3t"},
+			want:    `<   "data": "{\"architecture\":\"amd64\",\"config\":{\"Env\":[\"PATH=/bin\",\"REGISTRY_PASSWORD=<redacted>\",\"GITHUB_TOKEN=<redacted>\"]}}"`,
+		},
+		{
+			name:    "binary",
+			data:    "\xff\x00[\"API_KEY=k3y-s3cr3t\"]\xfe",
+			secrets: []string{"k3y-s3cr3t"},
+			want:    `<     "base64": "` + base64.StdEncoding.EncodeToString([]byte("\xff\x00[\"API_KEY=<redacted>\"]\xfe")) + `"`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+				readRequest(t, r)
+				answer(w, protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), []byte(tc.data)))
+			})
+			var trace traceBuffer
+			c.Trace = &trace
+			got, err := c.ContentRead(shortCtx(t), "sha256:0123")
+			if err != nil || string(got) != tc.data {
+				t.Fatalf("ContentRead() = %q, %v; want %q", got, err, tc.data)
+			}
+			text := trace.String()
+			if !slices.Contains(strings.Split(text, "\n"), tc.want) {
+				t.Errorf("the trace has no line %s:\n%s", tc.want, text)
+			}
+			shown := text
+			for _, m := range regexp.MustCompile(`"base64": "([^"]*)"`).FindAllStringSubmatch(text, -1) {
+				decoded, _ := base64.StdEncoding.DecodeString(m[1])
+				shown += "\n" + string(decoded)
+			}
+			for _, s := range tc.secrets {
+				if strings.Contains(shown, s) {
+					t.Errorf("the trace shows the secret %q, in clear or in base64:\n%s", s, text)
+				}
+			}
+		})
 	}
 }

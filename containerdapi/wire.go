@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -289,7 +290,8 @@ func (s *stringsValue) fromTree(v any) error {
 }
 
 // bytesValue shows bytes as text when they are UTF-8 (a manifest, a
-// config), and as {"base64": …} otherwise.
+// config), and as {"base64": …} otherwise; either way with secret-looking
+// environment entries redacted (showBytes).
 type bytesValue []byte
 
 func (s *bytesValue) encode(b []byte, num protowire.Number) []byte {
@@ -316,10 +318,22 @@ func (s *bytesValue) tree() (any, bool) {
 	if len(*p) == 0 {
 		return nil, false
 	}
-	if utf8.Valid(*p) {
-		return string(*p), true
+	text, b64 := showBytes(*p)
+	if b64 {
+		return map[string]string{"base64": text}, true
 	}
-	return map[string]string{"base64": base64.StdEncoding.EncodeToString(*p)}, true
+	return text, true
+}
+
+// showBytes is how the trace and the fixtures show bytes: redacted as the
+// Docker client's trace redacts a body, then as text when they are UTF-8,
+// else in base64 (b64).
+func showBytes(b []byte) (text string, b64 bool) {
+	b = dockerapi.Redact(b)
+	if utf8.Valid(b) {
+		return string(b), false
+	}
+	return base64.StdEncoding.EncodeToString(b), true
 }
 
 func (s *bytesValue) fromTree(v any) error {

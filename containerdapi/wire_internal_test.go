@@ -1,6 +1,7 @@
 package containerdapi
 
 import (
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
@@ -137,6 +138,14 @@ func TestTree(t *testing.T) {
 		{"secret in a stream", ptr(anyOf("containerd.types.transfer.AuthResponse", &authResponse{AuthType: 1, Username: "u", Secret: "hunter2"})),
 			`{"type_url":"containerd.types.transfer.AuthResponse","fields":{"authType":1,"secret":"<redacted>","username":"u"}}`},
 		{"empty", &empty{}, `{}`},
+		{"secret entry in text bytes", &readContentResponse{Data: []byte(`{"Env":["PATH=/bin","API_TOKEN=s3cr3t"]}`)},
+			`{"data":"{\"Env\":[\"PATH=/bin\",\"API_TOKEN=<redacted>\"]}"}`},
+		{"secret entry in binary bytes", &readContentResponse{Data: []byte("\xff[\"API_TOKEN=s3cr3t\"]")},
+			`{"data":{"base64":"` + base64.StdEncoding.EncodeToString([]byte("\xff[\"API_TOKEN=<redacted>\"]")) + `"}}`},
+		{"secret entry in an unknown any", &Envelope{Event: Any{TypeURL: "x.Y", Value: []byte(`["DB_PASSWORD=s3cr3t"]`)}},
+			`{"event":{"type_url":"x.Y","base64":"` + base64.StdEncoding.EncodeToString([]byte(`["DB_PASSWORD=<redacted>"]`)) + `"}}`},
+		{"secret entry in a spec that is not JSON", ptr(SpecAny([]byte(`{"env":["DB_PASSWORD=s3cr3t"]`))),
+			`{"type_url":"` + SpecTypeURL + `","base64":"` + base64.StdEncoding.EncodeToString([]byte(`{"env":["DB_PASSWORD=<redacted>"]`)) + `"}`},
 	}
 	for _, tc := range cases {
 		got := string(encodeJSON(tc.msg))

@@ -15,3 +15,21 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenProbe: the probe that finds an entry still open is one that
+// secretEnv takes for a secret, whole, from a lone quote on; were it not,
+// the stream trace would give out the beginnings of secrets.
+func TestOpenProbe(t *testing.T) {
+	for _, open := range []string{`"`, `"MY_`, `"GITHUB_TOKEN`, `"API_KEY=`, `"DB_PASSWD=ab\`, `"X_SECRET=a\"b`} {
+		in := open + openProbe
+		if loc := secretEnv.FindStringIndex(in); loc == nil || loc[0] != 0 || loc[1] != len(in) {
+			t.Errorf("secretEnv matches %q at %v, want all of it", in, loc)
+		}
+	}
+	for _, closed := range []string{`"PATH=/bin`, `"PASSWORD=x" `, `"a,`} {
+		in := closed + openProbe
+		if loc := secretEnv.FindStringIndex(in); loc != nil && loc[0] == 0 && loc[1] == len(in) {
+			t.Errorf("secretEnv matches all of %q, want it not to: %q opens no secret", in, closed)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -13,16 +12,6 @@ import (
 
 // redactedHeaders never appear in a trace with their values.
 var redactedHeaders = []string{"X-Registry-Auth", "Authorization"}
-
-// secretEnv matches an environment entry in a JSON body whose name says
-// it holds a secret, like "REGISTRY_PASSWORD=…": its value is redacted.
-var secretEnv = regexp.MustCompile(`"([A-Za-z0-9_]*(?i:password|passwd|secret|token|credential|api_?key)[A-Za-z0-9_]*)=(?:[^"\\]|\\.)*"`)
-
-// Redact hides the values of secret-looking environment entries in a JSON
-// body: the trace and the dry-run plan show them as <redacted>.
-func Redact(b []byte) []byte {
-	return secretEnv.ReplaceAll(b, []byte(`"$1=<redacted>"`))
-}
 
 // maxBuffered bounds a response body traced whole: a body of known length
 // up to it is redacted as a whole; anything else is a stream, traced as it
@@ -104,36 +93,63 @@ func writeHeaders(b *bytes.Buffer, prefix string, h http.Header) {
 	}
 }
 
-// tracedBody copies a response body to the trace as it is read.
+// tracedBody copies a response body to the trace as it is read, line by
+// line, redacted as Redact would redact it whole (see redactor).
 type tracedBody struct {
 	io.ReadCloser
 	t    *tracer
-	last byte
-	once sync.Once
+	mu   sync.Mutex // Close may come while a Read runs
+	red  redactor
+	mid  bool // the trace is in a line of the body
+	done bool
 }
+
+// heldTooLong ends the trace of a body whose open entry outgrew maxHeld.
+const heldTooLong = "* the trace withholds the rest of this body: a value too long to tell whether it is secret\n"
 
 func (b *tracedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		b.t.write(Redact(p[:n]))
-		b.last = p[n-1]
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return n, err
 	}
-	if err == io.EOF {
-		b.end()
+	if n > 0 {
+		out, tooLong := b.red.next(p[:n])
+		b.write(out)
+		if tooLong {
+			b.end(nil)
+			b.t.write([]byte(heldTooLong))
+		}
+	}
+	if err == io.EOF && !b.done {
+		b.end(b.red.end())
 	}
 	return n, err
 }
 
 func (b *tracedBody) Close() error {
-	b.end()
+	b.mu.Lock()
+	if !b.done {
+		b.end(b.red.cutOff())
+	}
+	b.mu.Unlock()
 	return b.ReadCloser.Close()
 }
 
-// end closes the body's part of the trace on a line of its own.
-func (b *tracedBody) end() {
-	b.once.Do(func() {
-		if b.last != 0 && b.last != '\n' {
-			b.t.write([]byte("\n"))
-		}
-	})
+func (b *tracedBody) write(p []byte) {
+	if len(p) > 0 {
+		b.t.write(p)
+		b.mid = p[len(p)-1] != '\n'
+	}
+}
+
+// end writes the last of the body's trace, rest, and closes it on a line
+// of its own.
+func (b *tracedBody) end(rest []byte) {
+	b.write(rest)
+	if b.mid {
+		b.t.write([]byte("\n"))
+	}
+	b.done = true
 }
