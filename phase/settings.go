@@ -255,8 +255,8 @@ func resultFile(p string) error {
 	switch {
 	case !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || p != path.Clean(p):
 		return errors.New("an absolute path to a file on the host, like /var/lib/waitdaemon/result.json")
-	case strings.ContainsAny(p, ":,"):
-		return errors.New("a path with no ':' or ',', which a bind's syntax reads as its separators, like /var/lib/waitdaemon/result.json")
+	case strings.Contains(p, ":"):
+		return errors.New("a path with no ':', which a bind's syntax reads as its separator, like /var/lib/waitdaemon/result.json")
 	case path.Dir(p) == "/":
 		return errors.New("a file in a directory of its own, like /var/lib/waitdaemon/result.json: its directory is bound into the waiter, read-write, and / is the whole host")
 	}
