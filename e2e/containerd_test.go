@@ -16,6 +16,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
+	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
 	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 	"github.com/waitdaemon/waitdaemon/phase"
 )
@@ -87,6 +88,7 @@ type cdAction struct {
 // cdRun is what became of it.
 type cdRun struct {
 	id     string // the action container's
+	spec   ocispec.Spec
 	exit   uint32 // its exit status
 	phase1 string // its output
 	result phase2Result
@@ -125,7 +127,7 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 	action := e.newAction(t, a.name, a.args, env, append([][2]string{socket}, a.volumes...), a.private)
 	exit, out := e.agentRun(t, ctx, action)
 	id := action.ID
-	r := cdRun{id: id, phase1: out, exit: exit.Status}
+	r := cdRun{id: id, phase1: out, exit: exit.Status, spec: specOf(t, ctx, c, id)}
 	if a.fails {
 		if exit.Status == 0 {
 			t.Fatalf("the action exited 0, want a failure; its output:\n%s", r.phase1)
@@ -216,6 +218,11 @@ func TestContainerdEngine(t *testing.T) {
 	if !slices.Contains(probe.Mounts, "/out") || !slices.Contains(probe.Mounts, containerdapi.DefaultSocket) {
 		t.Errorf("probe mounts %q, want the action's volumes", probe.Mounts)
 	}
+	// Privileged, as the action: every capability the agent has, and
+	// the host's devices.
+	if want := hostCapBnd(t); probe.CapEff != want || probe.Devices < 10 {
+		t.Errorf("probe capabilities %s and %d devices; want the action's, %s and the host's devices", probe.CapEff, probe.Devices, want)
+	}
 	settled(t, eng, r.id, 30*time.Second, "waiter stopped")
 	// Nor the output files of the user container and the fallback: the
 	// waiter removed their directories with them.
@@ -271,6 +278,23 @@ func TestContainerdEngine(t *testing.T) {
 				t.Errorf("the second action's waiter did not say it removed the first's:\n%s", out)
 			}
 		}
+		// The kept user container has the action's privileges: its
+		// capability sets, devices and device rules, and masked and
+		// read-only paths (none: it is privileged).
+		for _, k := range kept {
+			if k.Labels[phase.LabelRole] != phase.RoleUser {
+				continue
+			}
+			want, got := privileges(failed.spec), privileges(specOf(t, ctx, c, k.ID))
+			if !strings.Contains(want["capabilities"], "CAP_SYS_ADMIN") || !strings.Contains(want["resources.devices"], `"allow":true`) {
+				t.Errorf("the action is not privileged: %v", want)
+			}
+			for key := range want {
+				if got[key] != want[key] {
+					t.Errorf("the user container's %s = %s, want the action's %s", key, got[key], want[key])
+				}
+			}
+		}
 		// A kept failure keeps its output file, for the operator.
 		for _, k := range kept {
 			if k.Labels[phase.LabelRole] != phase.RoleUser {
@@ -295,6 +319,39 @@ func TestContainerdEngine(t *testing.T) {
 		}
 		settled(t, eng, next.id, 30*time.Second, "waiter stopped")
 	})
+}
+
+// specOf is the OCI spec of container id.
+func specOf(t *testing.T, ctx context.Context, c *containerdapi.Client, id string) ocispec.Spec {
+	t.Helper()
+	ctr, err := c.ContainerGet(ctx, id)
+	if err != nil {
+		t.Fatalf("reading container %s: %v", id, err)
+	}
+	var spec ocispec.Spec
+	if err := json.Unmarshal(ctr.Spec.Value, &spec); err != nil {
+		t.Fatalf("the spec of container %s: %v", id, err)
+	}
+	return spec
+}
+
+// privileges are the parts of a spec that make a privileged container:
+// its capability sets, devices and device rules, masked and read-only
+// paths, as JSON.
+func privileges(s ocispec.Spec) map[string]string {
+	out := map[string]string{}
+	if s.Process != nil {
+		out["capabilities"] = string(s.Process.Rest["capabilities"])
+	}
+	if s.Linux != nil {
+		for _, k := range []string{"devices", "maskedPaths", "readonlyPaths"} {
+			out[k] = string(s.Linux.Rest[k])
+		}
+		var res struct{ Devices json.RawMessage }
+		_ = json.Unmarshal(s.Linux.Rest["resources"], &res)
+		out["resources.devices"] = string(res.Devices)
+	}
+	return out
 }
 
 // setupContainerd is the start of a containerd end-to-end test: the test
@@ -374,4 +431,21 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return strings.ToUpper(hex.EncodeToString(b))[:n]
+}
+
+// hostCapBnd is this process's capability bounding set, as
+// /proc/self/status shows it: what a privileged container gets.
+func hostCapBnd(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapBnd:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatal("no CapBnd in /proc/self/status")
+	return ""
 }

@@ -359,6 +359,8 @@ type probeReport struct {
 	Env        []string          `json:"env"`
 	Hostname   string            `json:"hostname"`
 	Namespaces map[string]string `json:"namespaces"`
+	CapEff     string            `json:"cap_eff"`
+	Devices    int               `json:"devices"`
 	Mounts     []string          `json:"mounts"`
 	Started    time.Time         `json:"started"`
 }

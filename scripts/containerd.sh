@@ -3,8 +3,9 @@
 # /run/containerd-test/containerd.sock, for recording the containerd
 # fixtures and for the end-to-end tests: builds containerd, its runc shim
 # and ctr into a cache outside the clone if they are missing (about four
-# minutes, once), installs Debian's runc if missing, and starts the daemon
-# with its own root and state, leaving one that already answers alone.
+# minutes, once), and runc 1.4 (scripts/runc.sh), and starts the daemon
+# on that runc with its own root and state, leaving one that already
+# answers on it alone.
 #
 # It stays off /run/containerd/containerd.sock: Debian's dockerd adopts a
 # containerd it finds there, and breaks once that one stops.
@@ -71,14 +72,18 @@ if [ ! -x "$DIR/containerd" ] || [ ! -x "$DIR/containerd-shim-runc-v2" ] || [ ! 
 		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$VERSION \
 		github.com/containerd/containerd/v2/cmd/ctr@$VERSION
 fi
-if ! command -v runc >/dev/null; then
-	echo "containerd: installing Debian's runc"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq runc >/dev/null
-fi
+# runc 1.4, as CaptainOS has: tink-agent's actions are privileged, and
+# Debian's runc 1.1.5 cannot start a privileged container here. The shim
+# finds runc on the daemon's PATH.
+RUNC_DIR=$("$(dirname "$0")/runc.sh")
 if up; then
-	echo "containerd: $("${CTR[@]}" version 2>/dev/null | awk '/Server:/{s=1} s&&/Version:/{print $2; exit}') already answers on $SOCK"
-	exit 0
+	pid=$(daemon_pid)
+	if [ -n "$pid" ] && tr '\0' '\n' <"/proc/$pid/environ" | grep -q "^PATH=$RUNC_DIR:"; then
+		echo "containerd: $("${CTR[@]}" version 2>/dev/null | awk '/Server:/{s=1} s&&/Version:/{print $2; exit}') already answers on $SOCK"
+		exit 0
+	fi
+	echo "containerd: the one on $SOCK does not run on $RUNC_DIR/runc: restarting it"
+	stop
 fi
 mkdir -p "$STATE" "$ROOT"
 cat >"$STATE/config.toml" <<TOML
@@ -92,7 +97,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.internal.v1.opt"
   address = '$SOCK.ttrpc'
 TOML
 echo "containerd: starting $DIR/containerd on $SOCK (log: $LOG)"
-PATH=$DIR:$PATH setsid "$DIR/containerd" --config "$STATE/config.toml" >"$LOG" 2>&1 </dev/null &
+PATH=$RUNC_DIR:$DIR:$PATH setsid "$DIR/containerd" --config "$STATE/config.toml" >"$LOG" 2>&1 </dev/null &
 echo $! >"$STATE/containerd.pid"
 for _ in $(seq 100); do
 	if up; then

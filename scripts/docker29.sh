@@ -29,10 +29,8 @@ moby_version=v2.0.0-beta.24
 # What it reports: its releases/versions.yaml says the last release is
 # 29.8.0 and the next 29.8.1, so it is 29.8.1 in the making.
 docker_version=29.8.1-dev
-runc_version=v1.4.0
 containerd_version=v2.2.1
 bin_dockerd=$cache/docker-$moby_version
-bin_runc=$cache/runc-$runc_version
 bin_containerd=$cache/containerd-$containerd_version
 
 run=/run/docker29
@@ -122,11 +120,6 @@ start() {
 	fi
 	export PATH=/usr/local/go/bin:$PATH
 	local began=$SECONDS
-	if [ ! -x "$bin_runc/runc" ] && ! pkg-config --exists libseccomp 2>/dev/null; then
-		say "installing libseccomp-dev and pkg-config for runc's seccomp"
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp-dev pkg-config >/dev/null
-	fi
 	CGO_ENABLED=0 build dockerd "$bin_dockerd" \
 		-tags 'exclude_graphdriver_btrfs exclude_graphdriver_devicemapper exclude_graphdriver_zfs no_btrfs' \
 		-ldflags "-X github.com/moby/moby/v2/dockerversion.Version=$docker_version -X github.com/moby/moby/v2/dockerversion.GitCommit=$moby_version" \
@@ -134,7 +127,7 @@ start() {
 	# Docker 29 starts docker-proxy with flags 20.10's does not know.
 	CGO_ENABLED=0 build docker-proxy "$bin_dockerd" "github.com/moby/moby/v2/cmd/docker-proxy@$moby_version"
 	# Debian's runc 1.1.5 refuses Docker 29's specs (the time namespace).
-	CGO_ENABLED=1 build runc "$bin_runc" -tags seccomp "github.com/opencontainers/runc@$runc_version"
+	bin_runc=$("$(dirname "$0")/runc.sh")
 	if [ ! -x "$bin_containerd/containerd" ] || [ ! -x "$bin_containerd/containerd-shim-runc-v2" ]; then
 		rm -f "$bin_containerd/containerd"
 		CGO_ENABLED=0 build containerd "$bin_containerd" -tags no_btrfs,no_devmapper,no_zfs,no_aufs \

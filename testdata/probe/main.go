@@ -1,6 +1,7 @@
 // Command probe is the end-to-end tests' user image: it records exactly
 // what it received (arguments, environment, namespaces, mounts) as JSON
-// in <PROBE_DIR or /out>/<PROBE_NAME or "probe">.json, prints it, and exits with
+// in <PROBE_DIR or /out>/<PROBE_NAME or "probe">.json (its effective
+// capabilities and device count too), prints it, and exits with
 // PROBE_EXIT (default 0), after sleeping PROBE_SLEEP seconds (default 0).
 // Its own arguments, for the tests of retries and fallbacks: --exit=N
 // exits N whatever PROBE_EXIT says; --fail-times=N exits 3 on its first N
@@ -24,6 +25,8 @@ type report struct {
 	Namespace map[string]string `json:"namespaces"`
 	Mounts    []string          `json:"mounts"`
 	UID       int               `json:"uid"`
+	CapEff    string            `json:"cap_eff"` // /proc/self/status's CapEff
+	Devices   int               `json:"devices"` // device files directly under /dev
 	Cwd       string            `json:"cwd"`
 	Started   time.Time         `json:"started"`
 }
@@ -39,6 +42,20 @@ func main() {
 		for _, line := range strings.Split(string(data), "\n") {
 			if f := strings.Fields(line); len(f) > 4 {
 				r.Mounts = append(r.Mounts, f[4])
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+				r.CapEff = strings.TrimSpace(v)
+			}
+		}
+	}
+	if entries, err := os.ReadDir("/dev"); err == nil {
+		for _, e := range entries {
+			if e.Type()&(os.ModeDevice|os.ModeCharDevice) != 0 {
+				r.Devices++
 			}
 		}
 	}
