@@ -20,10 +20,12 @@ import (
 	"github.com/waitdaemon/waitdaemon/internal/enginetest"
 )
 
-// The images the tests build from this checkout.
-const (
-	actionImage = "waitdaemon:e2e"
-	probeImage  = "waitdaemon-probe:e2e"
+// The images the tests build from this checkout, tagged E2E_TAG (default
+// e2e): two checkouts that test on one engine at once tag theirs apart.
+var (
+	e2eTag      = cmp.Or(os.Getenv("E2E_TAG"), "e2e")
+	actionImage = "waitdaemon:" + e2eTag
+	probeImage  = "waitdaemon-probe:" + e2eTag
 )
 
 var buildOnce struct {

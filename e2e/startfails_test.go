@@ -15,7 +15,7 @@ import (
 
 // noStartImage is the probe image with an entrypoint that is not there:
 // a user container of it is created, and cannot start.
-const noStartImage = "waitdaemon-nostart:e2e"
+var noStartImage = "waitdaemon-nostart:" + e2eTag
 
 var noStartOnce struct {
 	sync.Once

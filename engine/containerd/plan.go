@@ -170,7 +170,9 @@ func missingBind(err error, spec *ocispec.Spec) error {
 		return err
 	}
 	for _, m := range spec.Mounts {
-		if m.Source != "" && strings.HasPrefix(m.Source, "/") && strings.Contains(msg, "stat "+m.Source+":") {
+		// runc 1.1 says "stat SOURCE: no such file or directory", runc
+		// 1.4 "open SOURCE: no such file or directory".
+		if m.Source != "" && strings.HasPrefix(m.Source, "/") && strings.Contains(msg, " "+m.Source+": no such file or directory") {
 			return &engine.MissingSourceError{Source: m.Source, Target: m.Destination, Err: err}
 		}
 	}

@@ -288,6 +288,11 @@ func TestMissingBind(t *testing.T) {
 		{Destination: "/run/waitdaemon-result", Type: "bind", Source: "/var/lib/result"},
 	}}
 	runc := errors.New(`failed to create shim task: OCI runtime create failed: error mounting "/var/lib/result" to rootfs at "/run/waitdaemon-result": stat /var/lib/result: no such file or directory`)
+	runc14 := errors.New(`failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: failed to fulfil mount request: open /var/lib/result: no such file or directory`)
+	var missing14 *engine.MissingSourceError
+	if err := missingBind(runc14, spec); !errors.As(err, &missing14) || missing14.Source != "/var/lib/result" {
+		t.Errorf("missingBind() of runc 1.4's words = %v, want the missing source named", err)
+	}
 	var missing *engine.MissingSourceError
 	if err := missingBind(runc, spec); !errors.As(err, &missing) || missing.Source != "/var/lib/result" || missing.Target != "/run/waitdaemon-result" ||
 		!strings.HasSuffix(err.Error(), " (the host has no /var/lib/result, bound at /run/waitdaemon-result)") || !errors.Is(err, runc) {
