@@ -424,10 +424,10 @@ func (e *Engine) Pull(ctx context.Context, ref imageref.Ref, auth *engine.Auth, 
 		return fmt.Errorf("pulling image %s: containerd %s cannot pull for a client (its Transfer service came with 2.0): pull the image on the host first, or upgrade containerd: %w", ref, version, err)
 	}
 	if err != nil && untrustedRegistry(err) {
-		return fmt.Errorf("pulling image %s: containerd could not reach registry %s over HTTPS with a certificate it trusts: "+
-			"if the registry is plain HTTP or has a private CA, declare it in %s on the host "+
-			"(CaptainOS writes it for each of its insecure_registries= entries; for a private CA, name the CA's certificate with ca = \"...\"): %w",
-			ref, ref.Registry(), hostsFile(req.HostDir, ref.Registry()), err)
+		// err already names the image; what to do comes last.
+		return fmt.Errorf("%w: if registry %s is plain HTTP or has a private CA, declare it in %s on the host "+
+			"(CaptainOS writes one for each of its insecure_registries= entries; name a private CA's certificate in it with ca = \"...\")",
+			err, ref.Registry(), hostsFile(req.HostDir, ref.Registry()))
 	}
 	return err
 }
