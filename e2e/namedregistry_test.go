@@ -54,7 +54,8 @@ var namedHosts struct {
 }
 
 // nameRegistries maps registryName and trapName to 127.0.0.1 in
-// /etc/hosts until the test ends. Go programs (containerd, dockerd) read
+// /etc/hosts until the test ends, and removes their hosts.toml files that
+// an earlier run, killed, left. Go programs (containerd, dockerd) read
 // /etc/hosts again at most every 5 s: it waits that long, so that no
 // engine looks either name up in DNS, which would leave this machine.
 func nameRegistries(t *testing.T) {
@@ -62,6 +63,13 @@ func nameRegistries(t *testing.T) {
 	namedHosts.Lock()
 	defer namedHosts.Unlock()
 	if namedHosts.users == 0 {
+		// What a run that was killed left: the undeclared cases need none.
+		for _, name := range []string{registryName, trapName} {
+			stale, _ := filepath.Glob(filepath.Join(containerdapi.DefaultHostDir, name+":*"))
+			for _, d := range stale {
+				_ = os.RemoveAll(d)
+			}
+		}
 		if err := editHosts(true); err != nil {
 			t.Fatalf("adding %s to /etc/hosts (the tests run as root): %v", registryName, err)
 		}
