@@ -119,7 +119,12 @@ func editHosts(add bool) error {
 	if err := os.WriteFile(tmp, []byte(b.String()), fi.Mode().Perm()); err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		// /etc/hosts bound into a container cannot be replaced: rewrite it.
+		_ = os.Remove(tmp)
+		return os.WriteFile(path, []byte(b.String()), fi.Mode().Perm())
+	}
+	return nil
 }
 
 // declareRegistry writes /etc/containerd/certs.d/<host>/hosts.toml, and
