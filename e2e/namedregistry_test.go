@@ -273,25 +273,26 @@ func TestNamedRegistryContainerd(t *testing.T) {
 	nameRegistries(t)
 	push := setup(t) // Docker 20.10 pushes to 127.0.0.1, which it takes as insecure
 
-	t.Run("plain HTTP declared as CaptainOS does", func(t *testing.T) {
-		addr := startRegistryWith(t, registryOptions{port: namedRegistryPort})
-		ref := byName(pushProbe(t, push, addr, false))
-		host := fmt.Sprintf("%s:%d", registryName, namedRegistryPort)
-		declareRegistry(t, host, captainHostsToml(host), nil)
-		pullByName(t, e, addr, ref, nil)
-	})
-
+	// One registry of each kind, pulled from undeclared, then declared.
+	plain := startRegistryWith(t, registryOptions{port: namedRegistryPort})
+	plainRef := byName(pushProbe(t, push, plain, false))
 	t.Run("plain HTTP undeclared", func(t *testing.T) {
-		addr := startRegistryWith(t, registryOptions{port: namedRegistryPort})
-		ref := byName(pushProbe(t, push, addr, false))
-		undeclared(t, e, ref, "server gave HTTP response to HTTPS client")
+		undeclared(t, e, plainRef, "server gave HTTP response to HTTPS client")
+	})
+	t.Run("plain HTTP declared as CaptainOS does", func(t *testing.T) {
+		host := byName(plain)
+		declareRegistry(t, host, captainHostsToml(host), nil)
+		pullByName(t, e, plain, plainRef, nil)
 	})
 
 	caPEM, cert := privateCA(t)
+	secure := startRegistryWith(t, registryOptions{tls: cert})
+	secureRef := byName(pushProbe(t, push, secure, false))
+	t.Run("HTTPS with a private CA undeclared", func(t *testing.T) {
+		undeclared(t, e, secureRef, "x509: certificate signed by unknown authority")
+	})
 	t.Run("HTTPS with a private CA", func(t *testing.T) {
-		addr := startRegistryWith(t, registryOptions{tls: cert})
-		ref := byName(pushProbe(t, push, addr, false))
-		host := byName(addr)
+		host := byName(secure)
 		dir := filepath.Join(containerdapi.DefaultHostDir, host)
 		declareRegistry(t, host, fmt.Sprintf(`server = "https://%[1]s"
 
@@ -299,13 +300,7 @@ func TestNamedRegistryContainerd(t *testing.T) {
   capabilities = ["pull", "resolve"]
   ca = "%[2]s/ca.crt"
 `, host, dir), map[string][]byte{"ca.crt": caPEM})
-		pullByName(t, e, addr, ref, nil)
-	})
-
-	t.Run("HTTPS with a private CA undeclared", func(t *testing.T) {
-		addr := startRegistryWith(t, registryOptions{tls: cert})
-		ref := byName(pushProbe(t, push, addr, false))
-		undeclared(t, e, ref, "x509: certificate signed by unknown authority")
+		pullByName(t, e, secure, secureRef, nil)
 	})
 
 	t.Run("credentials", func(t *testing.T) {
