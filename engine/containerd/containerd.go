@@ -388,7 +388,7 @@ func (e *Engine) HasImage(ctx context.Context, ref imageref.Ref) (bool, error) {
 // HTTP or have a private CA. The directory is sent whatever this
 // container's own file system holds: the daemon reads it on its host, and
 // one that is not there is no error there (containerd 2.2.1 pulls as
-// without it; TestPullHostDirMissing in e2e checks it). A pull that fails
+// without it; e2e's TestContainerdHostDirMissing checks it). A pull that fails
 // as HTTPS to a plain-HTTP registry, or on a certificate the daemon does
 // not trust, says which hosts.toml declares that registry.
 func (e *Engine) Pull(ctx context.Context, ref imageref.Ref, auth *engine.Auth, progress func(done, total int64)) error {
