@@ -7,24 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
 )
 
 // DefaultHostDir is where CaptainOS writes a registry's hosts.toml (for
-// its insecure_registries= setting).
+// its insecure_registries= setting), and where tink-agent looks for them.
+// The Transfer service has no default of its own: a client names the
+// directory in each request, or the daemon reads none.
 const DefaultHostDir = "/etc/containerd/certs.d"
-
-// HostDir returns DefaultHostDir when it exists, "" otherwise: the value
-// of PullRequest.HostDir on a machine configured the usual way.
-func HostDir() string {
-	if fi, err := os.Stat(DefaultHostDir); err == nil && fi.IsDir() {
-		return DefaultHostDir
-	}
-	return ""
-}
 
 // PullRequest is what Pull needs.
 type PullRequest struct {
@@ -42,9 +34,13 @@ type PullRequest struct {
 	// the reference, or a mirror's) and the reference. It must answer
 	// for that host only (StaticAuth does); ok false sends none.
 	Auth func(host, ref string) (username, secret string, ok bool)
-	// HostDir is a certs.d tree of <host:port>/hosts.toml, read by the
-	// daemon itself (HostDir() finds CaptainOS's). Empty means none:
-	// plain HTTP only for localhost and 127.0.0.1.
+	// HostDir is a certs.d tree of <host:port>/hosts.toml (DefaultHostDir
+	// is CaptainOS's), read by the daemon on its own host: what this
+	// process sees says nothing of it. A directory that is not there, or
+	// that has no entry for the registry, is no error (containerd 2.2.1
+	// pulls as it would without one). Empty means none: plain HTTP only
+	// for localhost and loopback addresses, HTTPS with the system's roots
+	// for every other registry.
 	HostDir string
 	// Progress, when set, receives the daemon's progress events.
 	Progress func(Progress)

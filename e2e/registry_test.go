@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -152,9 +153,32 @@ func freePort(t *testing.T) int {
 // engine treats 127.0.0.0/8 registries as insecure, so plain HTTP works.
 func startRegistry(t *testing.T, auth bool) (addr string) {
 	t.Helper()
+	return startRegistryWith(t, registryOptions{auth: auth})
+}
+
+// registryOptions is how startRegistryWith runs a registry.
+type registryOptions struct {
+	auth bool
+	// port is the port on 127.0.0.1; zero means a free one.
+	port int
+	// tls, when set, serves HTTPS with this certificate and key (PEM).
+	tls *serverCert
+}
+
+// serverCert is a registry's TLS certificate and key, PEM-encoded.
+type serverCert struct{ cert, key []byte }
+
+// startRegistryWith is startRegistry with options: a port of the test's
+// choosing, HTTPS.
+func startRegistryWith(t *testing.T, o registryOptions) (addr string) {
+	t.Helper()
 	requireRegistryTools(t)
 	dir := t.TempDir()
-	addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	port := o.port
+	if port == 0 {
+		port = freePort(t)
+	}
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
 	config := fmt.Sprintf(`version: 0.1
 log:
   level: info
@@ -166,7 +190,22 @@ storage:
 http:
   addr: %s
 `, filepath.Join(dir, "storage"), addr)
-	if auth {
+	client := &http.Client{Timeout: time.Second}
+	scheme := "http"
+	if o.tls != nil {
+		certFile, keyFile := filepath.Join(dir, "registry.crt"), filepath.Join(dir, "registry.key")
+		if err := os.WriteFile(certFile, o.tls.cert, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(keyFile, o.tls.key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		config += fmt.Sprintf("  tls:\n    certificate: %s\n    key: %s\n", certFile, keyFile)
+		// Only whether it answers: the certificate is the engine's to judge.
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+		scheme = "https"
+	}
+	if o.auth {
 		line, err := exec.Command("htpasswd", "-Bbn", registryUser, registryPassword).Output()
 		if err != nil {
 			t.Fatalf("htpasswd: %v", err)
@@ -196,7 +235,6 @@ http:
 	})
 	registryLogs.Store(addr, logs)
 
-	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		select {
@@ -205,7 +243,7 @@ http:
 			t.Fatalf("docker-registry exited before answering on %s: %v\n%s", addr, err, logs)
 		default:
 		}
-		resp, err := client.Get("http://" + addr + "/v2/")
+		resp, err := client.Get(scheme + "://" + addr + "/v2/")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
@@ -213,7 +251,7 @@ http:
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("docker-registry did not answer GET http://%s/v2/ within 10s (last: %v)\n%s", addr, describe(resp, err), logs)
+			t.Fatalf("docker-registry did not answer GET %s://%s/v2/ within 10s (last: %v)\n%s", scheme, addr, describe(resp, err), logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

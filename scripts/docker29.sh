@@ -22,6 +22,11 @@
 # skips subnets the host already routes. (Do not give it
 # --default-address-pool: with one, a restart deletes the host's docker0,
 # 20.10's bridge.)
+#
+# Its daemon.json lists the end-to-end tests' registry by name in
+# insecure-registries, as HookOS declares a plain-HTTP registry. An engine
+# that already answers but lacks that setting (started by an older copy
+# of this script) is restarted with it.
 set -euo pipefail
 
 cache=${WAITDAEMON_CACHE:-/var/cache/waitdaemon}
@@ -39,11 +44,19 @@ data_root=/var/lib/docker29
 bridge=docker29
 bridge_addr=10.229.0.1/24
 log=/var/log/waitdaemon-docker29.log
+# The tests' plain-HTTP registry by name (e2e/namedregistry_test.go).
+insecure_registry=registry.waitdaemon.test:5017
 
 say() { echo "docker29: $*" >&2; }
 die() { say "$*"; exit 1; }
 
 up() { curl -fsS --max-time 5 --unix-socket "$sock" http://docker/_ping >/dev/null 2>&1; }
+
+# configured: the running engine has the insecure registry of daemon.json.
+configured() {
+	curl -fsS --max-time 5 --unix-socket "$sock" http://docker/info |
+		python3 -c 'import json,sys; c=json.load(sys.stdin)["RegistryConfig"]["IndexConfigs"].get(sys.argv[1]); sys.exit(0 if c and not c["Secure"] else 1)' "$insecure_registry"
+}
 
 # pid prints the pid of the dockerd that owns the pid file, if it runs.
 pid() {
@@ -108,9 +121,13 @@ start() {
 	exec 9>"$cache/docker29.lock"
 	flock 9
 	if up; then
-		say "already running on unix://$sock"
-		echo "$sock"
-		return
+		if configured; then
+			say "already running on unix://$sock"
+			echo "$sock"
+			return
+		fi
+		say "the running engine lacks insecure-registries $insecure_registry: restarting it with its new daemon.json"
+		stop
 	fi
 	local p
 	if p=$(pid); then
@@ -144,8 +161,8 @@ start() {
 	fi
 	ip link set "$bridge" up
 
-	cat >"$run/daemon.json" <<-'JSON'
-	{}
+	cat >"$run/daemon.json" <<-JSON
+	{"insecure-registries": ["$insecure_registry"]}
 	JSON
 	local args=(
 		--config-file "$run/daemon.json"

@@ -122,9 +122,9 @@ type Engine struct {
 	// make both deterministic.
 	newSuffix func() string
 	now       func() time.Time
-	// hostDir is the pull's certs.d directory; nil means
-	// containerdapi.HostDir. Tests fix it.
-	hostDir func() string
+	// noHostDir sends no certs.d directory with a pull: tests that
+	// replay recordings made without one set it.
+	noHostDir bool
 
 	mu   sync.Mutex
 	ids  map[string]string // readable name → ID, of what this process made or found
@@ -382,14 +382,20 @@ func (e *Engine) HasImage(ctx context.Context, ref imageref.Ref) (bool, error) {
 }
 
 // Pull has the daemon pull and unpack the image for this platform, with
-// the credential for its own registry alone, through the host directory
-// CaptainOS writes for insecure registries when it is there.
+// the credential for its own registry alone, through the certs.d
+// directory CaptainOS writes (containerdapi.DefaultHostDir): its
+// <host:port>/hosts.toml files declare the registries that are plain
+// HTTP or have a private CA. The directory is sent whatever this
+// container's own file system holds: the daemon reads it on its host, and
+// one that is not there is no error there (containerd 2.2.1 pulls as
+// without it; e2e's TestContainerdHostDirMissing checks it). A pull that fails
+// as HTTPS to a plain-HTTP registry, or on a certificate the daemon does
+// not trust, says which hosts.toml declares that registry.
 func (e *Engine) Pull(ctx context.Context, ref imageref.Ref, auth *engine.Auth, progress func(done, total int64)) error {
-	hostDir := containerdapi.HostDir
-	if e.hostDir != nil {
-		hostDir = e.hostDir
+	req := containerdapi.PullRequest{Ref: ref.Qualified(), HostDir: containerdapi.DefaultHostDir}
+	if e.noHostDir {
+		req.HostDir = ""
 	}
-	req := containerdapi.PullRequest{Ref: ref.Qualified(), HostDir: hostDir()}
 	if auth != nil {
 		req.Auth = authFor(auth)
 	}
@@ -417,7 +423,37 @@ func (e *Engine) Pull(ctx context.Context, ref imageref.Ref, auth *engine.Auth, 
 		}
 		return fmt.Errorf("pulling image %s: containerd %s cannot pull for a client (its Transfer service came with 2.0): pull the image on the host first, or upgrade containerd: %w", ref, version, err)
 	}
+	if err != nil && untrustedRegistry(err) {
+		// err already names the image; what to do comes last.
+		return fmt.Errorf("%w: if registry %s is plain HTTP or has a private CA, declare it in %s on the host "+
+			"(CaptainOS writes one for each of its insecure_registries= entries; name a private CA's certificate in it with ca = \"...\")",
+			err, ref.Registry(), hostsFile(req.HostDir, ref.Registry()))
+	}
 	return err
+}
+
+// hostsFile is the hosts.toml that declares registry host in dir (the
+// default one when the pull named none).
+func hostsFile(dir, host string) string {
+	return path.Join(cmp.Or(dir, containerdapi.DefaultHostDir), host, "hosts.toml")
+}
+
+// untrustedRegistry reports a pull that failed as HTTPS to a registry that
+// speaks plain HTTP, or on the registry's certificate: what a hosts.toml
+// cures. The daemon says so only in its message (code Unknown).
+func untrustedRegistry(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{
+		"server gave HTTP response to HTTPS client",
+		"first record does not look like a TLS handshake",
+		"x509: ",
+		"tls: failed to verify certificate",
+	} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // authFor answers the daemon's credential requests with auth for its own

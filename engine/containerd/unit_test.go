@@ -221,7 +221,7 @@ func TestSocketSource(t *testing.T) {
 // for that registry goes to it when the daemon asks.
 func TestEnginePull(t *testing.T) {
 	e, _ := testEngine(t, "PullAuth")
-	e.hostDir = func() string { return "" }
+	e.noHostDir = true
 	ref, err := imageref.Parse("127.0.0.1:5011/rr/good:1")
 	if err != nil {
 		t.Fatal(err)
@@ -243,11 +243,64 @@ func TestEnginePullOld(t *testing.T) {
 	c := &containerdapi.Client{Socket: s.Socket, Transport: s.Transport, Namespace: namespace}
 	containerdapi.SetStreamIDs(c, "waitdaemon-rr-enginepullold")
 	e := New(c)
-	e.hostDir = func() string { return "" }
+	e.noHostDir = true
 	ref, _ := imageref.Parse("127.0.0.1:5010/rr/good:1")
 	err := e.Pull(testCtx(t), ref, nil, nil)
 	if !errors.Is(err, containerdapi.ErrUnimplemented) || !strings.Contains(err.Error(), "containerd 1.6.20") || !strings.Contains(err.Error(), "2.0") {
 		t.Errorf("Pull() on containerd 1.6: %v, want Unimplemented, naming the version and 2.0", err)
+	}
+}
+
+// TestEnginePullHostDir replays a hand-made fixture
+// (testdata/fixtures/containerd-handmade): the pull names CaptainOS's
+// certs.d directory, though this process has none (the daemon reads it on
+// its host), and a registry that answers HTTPS with plain HTTP fails
+// naming the hosts.toml that would declare it.
+func TestEnginePullHostDir(t *testing.T) {
+	if _, err := os.Stat(containerdapi.DefaultHostDir); err == nil {
+		t.Logf("%s exists here; the pull must name it all the same", containerdapi.DefaultHostDir)
+	}
+	s := grpcrr.Open(t, fixtures, "containerd-handmade", "EnginePullHostDir", containerdapi.Codec)
+	c := &containerdapi.Client{Socket: s.Socket, Transport: s.Transport, Namespace: namespace}
+	containerdapi.SetStreamIDs(c, "waitdaemon-rr-enginepullhostdir")
+	e := New(c)
+	ref, _ := imageref.Parse("registry.waitdaemon.test:5017/e2e/probe:1")
+	err := e.Pull(testCtx(t), ref, nil, nil)
+	for _, want := range []string{
+		"pulling image registry.waitdaemon.test:5017/e2e/probe:1: ",
+		"registry registry.waitdaemon.test:5017",
+		"/etc/containerd/certs.d/registry.waitdaemon.test:5017/hosts.toml",
+		"insecure_registries=",
+		"http: server gave HTTP response to HTTPS client",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Pull() from an undeclared plain-HTTP registry: %v, want %q in it", err, want)
+		}
+	}
+	var ae *containerdapi.Error
+	if !errors.As(err, &ae) || ae.Code != containerdapi.Unknown {
+		t.Errorf("Pull() = %v, want the daemon's Unknown kept", err)
+	}
+}
+
+// TestUntrustedRegistry: the failures a hosts.toml cures, as containerd
+// words them, and others that it does not.
+func TestUntrustedRegistry(t *testing.T) {
+	cases := []struct {
+		msg  string
+		want bool
+	}{
+		{`failed to resolve image: failed to do request: Head "https://r.test:5017/v2/x/manifests/1": http: server gave HTTP response to HTTPS client`, true},
+		{`failed to resolve image: failed to do request: Head "https://r.test:5017/v2/x/manifests/1": tls: failed to verify certificate: x509: certificate signed by unknown authority`, true},
+		{`failed to do request: Head "https://r.test/v2/x/manifests/1": x509: certificate is valid for other.test, not r.test`, true},
+		{`failed to resolve image: r.test:5017/x:1: not found`, false},
+		{`failed to authorize: failed to fetch anonymous token: unexpected status: 401 Unauthorized`, false},
+		{`failed to do request: Head "https://r.test/v2/": dial tcp 127.0.0.1:5017: connect: connection refused`, false},
+	}
+	for _, tc := range cases {
+		if got := untrustedRegistry(errors.New(tc.msg)); got != tc.want {
+			t.Errorf("untrustedRegistry(%q) = %v, want %v", tc.msg, got, tc.want)
+		}
 	}
 }
 
@@ -265,7 +318,7 @@ func TestReach(t *testing.T) {
 // image is then present.
 func TestEnginePullProgress(t *testing.T) {
 	e, _ := testEngine(t, "Pull")
-	e.hostDir = func() string { return "" }
+	e.noHostDir = true
 	ref, _ := imageref.Parse("127.0.0.1:5010/rr/good:1")
 	ctx := testCtx(t)
 	var last [2]int64
