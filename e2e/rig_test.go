@@ -217,11 +217,12 @@ func (r containerdRig) agentRun(t *testing.T, ctx context.Context, a tinkagent.A
 
 // settledOutput reads a task's output file once the shim has copied all
 // of it: the exit can be reported before the shim's copy of the last
-// lines is done. It waits, within 2 s, for the file to have something in
-// it and then to stay the same size for 100 ms.
+// lines is done (on a loaded machine, seconds after). It waits, within
+// 10 s, for the file to have something in it and then to stay the same
+// size for 100 ms.
 func settledOutput(file string) string {
 	size := int64(-1)
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		fi, err := os.Stat(file)
 		if err == nil && fi.Size() > 0 && fi.Size() == size {
 			break
