@@ -224,6 +224,34 @@ func TestOneUndo(t *testing.T) {
 	}
 }
 
+// TestOneResultFileAnswer: phase 1 reads the waiter's output until its
+// answer about the result file, whatever lines come first, and hands off
+// only on a yes.
+func TestOneResultFileAnswer(t *testing.T) {
+	writable := `{"msg":"` + msgResultWritable + `","result_file":"/run/waitdaemon-result/r.json"}`
+	cases := []struct {
+		name    string
+		says    []string
+		wantErr string // "" for a hand-off
+	}{
+		{name: "yes", says: []string{writable}},
+		{name: "yes after other lines", says: []string{`{"msg":"could not tell phase 1","error":"x"}`, "", "not json", writable}},
+		{name: "no, after a blank line", says: []string{"", `{"msg":"` + msgResultUnwritable + `","error":"read-only file system"}`, writable},
+			wantErr: "a file the waiter can write on the host (read-only file system)"},
+		{name: "silence", says: []string{`{"msg":"something else"}`}, wantErr: "the waiter did not say whether it can write WAITDAEMON_RESULT_FILE=\"/r/r.json\": it ended without a word"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := newFake()
+			eng.Says = map[string][]string{"act-waitdaemon-waiter": tc.says}
+			_, _, err := phaseOne(t, eng, "IMAGE=reboot:1", "WAITDAEMON_RESULT_FILE=/r/r.json")
+			if got := fmt.Sprint(err); (tc.wantErr == "") != (err == nil) || !strings.Contains(got, tc.wantErr) {
+				t.Errorf("phase 1: %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
 // TestOneLeftovers: an earlier run's waiter and never-started user
 // container are removed; one that ran is kept under a name of its own;
 // another action's are left alone.
