@@ -350,6 +350,24 @@ func TestTwoStartFails(t *testing.T) {
 			if tc.fallback && (res.Fallback == nil || res.Fallback.ExitCode != 0) {
 				t.Errorf("fallback = %+v; want it run, exit 0", res.Fallback)
 			}
+			// Each refusal is logged, saying which start it was.
+			wantDoing := []string{"starting the user container (kept for inspection)"}
+			for range tc.retries {
+				wantDoing = append(wantDoing, "re-running the user container")
+			}
+			var doing []string
+			for _, l := range strings.Split(out.String(), "\n") {
+				var e struct{ Msg, Container, Doing, Error string }
+				if json.Unmarshal([]byte(l), &e) == nil && e.Msg == "could not start a container" {
+					doing = append(doing, e.Doing)
+					if e.Container != "act-waitdaemon-user" || e.Error != tc.err.Error() {
+						t.Errorf("logged %s", l)
+					}
+				}
+			}
+			if diff := linediff.Lines(wantDoing, doing); diff != "" {
+				t.Errorf("the refused starts logged (-want +got):\n%s", diff)
+			}
 			if data, err := os.ReadFile(args.ResultFile); err != nil || !strings.Contains(string(data), `"exit_code": `+strconv.Itoa(tc.wantCode)) {
 				t.Errorf("result file: %s (%v)", data, err)
 			}
