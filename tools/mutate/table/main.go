@@ -11,6 +11,14 @@
 // (killed + lived); coverage, as gremlins counts it, is (killed + lived)
 // / (killed + lived + not covered): a timed-out mutant is in neither.
 // "lived" in the table leaves out the listed equivalents.
+//
+// Some mutants are not covered whatever the tests do: gremlins takes
+// coverage from a coverage profile, which never counts the expressions of
+// a switch's case nor package-level var and const declarations, so it
+// never runs a mutant there. The table counts these blind spots apart,
+// and "seen" is the coverage without them: the share of the mutants
+// gremlins can see as reached that the tests reach. A package is run
+// from the module's root, its label its directory.
 package main
 
 import (
@@ -18,6 +26,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"path/filepath"
@@ -55,7 +66,8 @@ type equivalent struct {
 type counts struct {
 	label                                      string
 	killed, lived, notCovered, timedOut, equiv int
-	livedAt                                    []string
+	blind                                      int // of notCovered: where gremlins cannot see coverage
+	livedAt, notCoveredAt                      []string
 }
 
 func main() {
@@ -90,7 +102,7 @@ func run(w io.Writer, eqPath string, args []string) error {
 		if err := json.Unmarshal(data, &r); err != nil {
 			return fmt.Errorf("reading %s: %w", path, err)
 		}
-		rows = append(rows, count(label, r, eqs))
+		rows = append(rows, count(label, r, eqs, newBlindSpots(label)))
 	}
 	write(w, rows)
 	for _, e := range eqs {
@@ -101,7 +113,7 @@ func run(w io.Writer, eqPath string, args []string) error {
 	return nil
 }
 
-func count(label string, r report, eqs []*equivalent) counts {
+func count(label string, r report, eqs []*equivalent, blind *blindSpots) counts {
 	c := counts{label: label}
 	for _, f := range r.Files {
 		for _, m := range f.Mutations {
@@ -118,13 +130,72 @@ func count(label string, r report, eqs []*equivalent) counts {
 				}
 			case "NOT COVERED":
 				c.notCovered++
+				if blind.at(f.Filename, m.Line, m.Column) {
+					c.blind++
+				} else {
+					c.notCoveredAt = append(c.notCoveredAt, fmt.Sprintf("%s:%d:%d %s", f.Filename, m.Line, m.Column, m.Type))
+				}
 			case "TIMED OUT":
 				c.timedOut++
 			}
 		}
 	}
 	sort.Strings(c.livedAt)
+	sort.Strings(c.notCoveredAt)
 	return c
+}
+
+// blindSpots finds, in a package's files, the places a coverage profile
+// never counts, so that gremlins reports a mutant there as not covered
+// whatever the tests do: the expressions of a switch's case (a profile's
+// blocks end at the switch and start after the case's colon) and the
+// package's own var and const declarations (run before any test).
+type blindSpots struct {
+	dir   string
+	fset  *token.FileSet
+	files map[string][][2]token.Position // spans, by file name
+}
+
+func newBlindSpots(dir string) *blindSpots {
+	return &blindSpots{dir: dir, fset: token.NewFileSet(), files: map[string][][2]token.Position{}}
+}
+
+func (b *blindSpots) at(file string, line, column int) bool {
+	spans, ok := b.files[file]
+	if !ok {
+		spans = b.parse(file)
+		b.files[file] = spans
+	}
+	for _, s := range spans {
+		from, to := s[0], s[1]
+		if (line > from.Line || line == from.Line && column >= from.Column) && (line < to.Line || line == to.Line && column < to.Column) {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *blindSpots) parse(file string) [][2]token.Position {
+	f, err := parser.ParseFile(b.fset, filepath.Join(b.dir, file), nil, 0)
+	if err != nil {
+		return nil
+	}
+	var spans [][2]token.Position
+	span := func(from, to token.Pos) {
+		spans = append(spans, [2]token.Position{b.fset.Position(from), b.fset.Position(to)})
+	}
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && (g.Tok == token.VAR || g.Tok == token.CONST) {
+			span(g.Pos(), g.End())
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CaseClause); ok && len(c.List) > 0 {
+			span(c.List[0].Pos(), c.Colon)
+		}
+		return true
+	})
+	return spans
 }
 
 func find(eqs []*equivalent, file string, line, column int, typ string) *equivalent {
@@ -169,28 +240,34 @@ func pct(n, d int) string {
 
 func write(w io.Writer, rows []counts) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "package\tkilled\tlived\tequivalent\tnot covered\ttimed out\tefficacy\twith equivalents\tcoverage\t")
+	fmt.Fprintln(tw, "package\tkilled\tlived\tequivalent\tnot covered\t(blind)\ttimed out\tefficacy\twith equivalents\tcoverage\tseen\t")
 	all := counts{label: "all"}
 	for _, c := range rows {
 		all.killed += c.killed
 		all.lived += c.lived
 		all.equiv += c.equiv
 		all.notCovered += c.notCovered
+		all.blind += c.blind
 		all.timedOut += c.timedOut
 	}
 	for _, c := range append(rows, all) {
 		covered := c.killed + c.lived
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", c.label, c.killed, c.lived-c.equiv, c.equiv, c.notCovered, c.timedOut,
-			pct(c.killed, covered), pct(c.killed+c.equiv, covered), pct(covered, covered+c.notCovered))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", c.label, c.killed, c.lived-c.equiv, c.equiv, c.notCovered, c.blind, c.timedOut,
+			pct(c.killed, covered), pct(c.killed+c.equiv, covered), pct(covered, covered+c.notCovered), pct(covered, covered+c.notCovered-c.blind))
 	}
 	tw.Flush()
 	for _, c := range rows {
-		if len(c.livedAt) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "\nlived in %s:\n", c.label)
-		for _, l := range c.livedAt {
-			fmt.Fprintf(w, "  %s\n", l)
-		}
+		list(w, "lived in "+c.label, c.livedAt)
+		list(w, "not covered in "+c.label+", blind spots aside", c.notCoveredAt)
+	}
+}
+
+func list(w io.Writer, title string, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s:\n", title)
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", l)
 	}
 }
