@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
 
 func TestWholeNumber(t *testing.T) {
@@ -219,6 +220,28 @@ func TestEditDistance(t *testing.T) {
 	for _, tc := range cases {
 		if got := editDistance(tc.a, tc.b); got != tc.want {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// TestVariableInput: the action's settings are inputs, read by
+// ReadInputs; the command line's and the engine's choice are not.
+func TestVariableInput(t *testing.T) {
+	var inputs, others []string
+	for _, v := range Variables {
+		if v.Input() {
+			inputs = append(inputs, v.Name)
+		} else {
+			others = append(others, v.Name)
+		}
+	}
+	want := []string{"WAITDAEMON_VERBOSE", "WAITDAEMON_ENGINE", "DOCKER_HOST", "CONTAINERD_ADDRESS", "CONTAINERD_NAMESPACE"}
+	if diff := linediff.Lines(want, others); diff != "" {
+		t.Errorf("not inputs (-want +got):\n%s", diff)
+	}
+	for _, name := range []string{"IMAGE", "WAIT_SECONDS", "WAITDAEMON_RETRIES", "WAITDAEMON_CONTAINER"} {
+		if !slices.Contains(inputs, name) {
+			t.Errorf("inputs %q lack %s", inputs, name)
 		}
 	}
 }
