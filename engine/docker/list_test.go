@@ -194,3 +194,30 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// TestInspect: any container reads as the action, by name or ID; one the
+// engine does not have is the daemon's error. The engine names its socket.
+func TestInspect(t *testing.T) {
+	e := fakeDocker(t, map[string]http.HandlerFunc{
+		"/containers/{id}/json": func(w http.ResponseWriter, r *http.Request) {
+			if r.PathValue("id") != "reboot" {
+				refuse(w, http.StatusNotFound, "No such container: "+r.PathValue("id"))
+				return
+			}
+			fmt.Fprint(w, `{"Id":"c0ffee","Name":"/reboot","Config":{"Env":["A=1"]}}`)
+		},
+	})
+	s, err := e.Inspect(context.Background(), "reboot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("%s %s %s %q", s.ID, s.Name, s.FoundBy, s.Env); got != `c0ffee reboot plan --container ["A=1"]` {
+		t.Errorf("Inspect = %s", got)
+	}
+	if _, err := e.Inspect(context.Background(), "gone"); !errors.Is(err, dockerapi.ErrNotFound) {
+		t.Errorf("Inspect of a missing container: %v, want not found", err)
+	}
+	if got, want := e.String(), "the Docker engine on "+e.C.SocketPath(); got != want || !strings.HasSuffix(got, ".sock") {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
