@@ -31,6 +31,7 @@ import (
 	"go/token"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -102,7 +103,7 @@ func run(w io.Writer, eqPath string, args []string) error {
 		if err := json.Unmarshal(data, &r); err != nil {
 			return fmt.Errorf("reading %s: %w", path, err)
 		}
-		rows = append(rows, count(label, r, eqs, newBlindSpots(label)))
+		rows = append(rows, count(label, r, eqs, newBlindSpots()))
 	}
 	write(w, rows)
 	for _, e := range eqs {
@@ -116,24 +117,25 @@ func run(w io.Writer, eqPath string, args []string) error {
 func count(label string, r report, eqs []*equivalent, blind *blindSpots) counts {
 	c := counts{label: label}
 	for _, f := range r.Files {
+		file := path.Join(label, f.Filename) // gremlins names it from the package's directory
 		for _, m := range f.Mutations {
 			switch m.Status {
 			case "KILLED":
 				c.killed++
 			case "LIVED":
 				c.lived++
-				if e := find(eqs, f.Filename, m.Line, m.Column, m.Type); e != nil {
+				if e := find(eqs, file, m.Line, m.Column, m.Type); e != nil {
 					e.used = true
 					c.equiv++
 				} else {
-					c.livedAt = append(c.livedAt, fmt.Sprintf("%s:%d:%d %s", f.Filename, m.Line, m.Column, m.Type))
+					c.livedAt = append(c.livedAt, fmt.Sprintf("%s:%d:%d %s", file, m.Line, m.Column, m.Type))
 				}
 			case "NOT COVERED":
 				c.notCovered++
-				if blind.at(f.Filename, m.Line, m.Column) {
+				if blind.at(file, m.Line, m.Column) {
 					c.blind++
 				} else {
-					c.notCoveredAt = append(c.notCoveredAt, fmt.Sprintf("%s:%d:%d %s", f.Filename, m.Line, m.Column, m.Type))
+					c.notCoveredAt = append(c.notCoveredAt, fmt.Sprintf("%s:%d:%d %s", file, m.Line, m.Column, m.Type))
 				}
 			case "TIMED OUT":
 				c.timedOut++
@@ -151,13 +153,12 @@ func count(label string, r report, eqs []*equivalent, blind *blindSpots) counts 
 // blocks end at the switch and start after the case's colon) and the
 // package's own var and const declarations (run before any test).
 type blindSpots struct {
-	dir   string
 	fset  *token.FileSet
 	files map[string][][2]token.Position // spans, by file name
 }
 
-func newBlindSpots(dir string) *blindSpots {
-	return &blindSpots{dir: dir, fset: token.NewFileSet(), files: map[string][][2]token.Position{}}
+func newBlindSpots() *blindSpots {
+	return &blindSpots{fset: token.NewFileSet(), files: map[string][][2]token.Position{}}
 }
 
 func (b *blindSpots) at(file string, line, column int) bool {
@@ -176,7 +177,7 @@ func (b *blindSpots) at(file string, line, column int) bool {
 }
 
 func (b *blindSpots) parse(file string) [][2]token.Position {
-	f, err := parser.ParseFile(b.fset, filepath.Join(b.dir, file), nil, 0)
+	f, err := parser.ParseFile(b.fset, file, nil, 0)
 	if err != nil {
 		return nil
 	}
