@@ -35,6 +35,10 @@ func TestIDFor(t *testing.T) {
 		{"__--..", "waitdaemon-0123abcd"},
 		{"a..b", "a.b-0123abcd"},
 		{long, long[len(long)-(maxID-9):] + "-0123abcd"},
+		// Each end of the letters and digits, and the bytes beside them.
+		{"azAZ09", "azAZ09-0123abcd"},
+		{"a`b{c@d[e/f:g", "a-b-c-d-e-f-g-0123abcd"},
+		{"éz", "z-0123abcd"},
 	}
 	valid := func(id string) bool {
 		if len(id) > maxID || id == "" {
