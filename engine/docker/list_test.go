@@ -221,3 +221,58 @@ func TestInspect(t *testing.T) {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
+
+// TestCreateConnects: Create connects the networks the create could not
+// take, and a connect that fails is the error, with the ID of what was
+// created, for phase 1 to remove.
+func TestCreateConnects(t *testing.T) {
+	cases := []struct {
+		name     string
+		refuse   bool
+		wantErr  string
+		wantSent []string
+	}{
+		{name: "connected", wantSent: []string{"POST /v1.41/containers/create?name=act-waitdaemon-user", "POST /v1.41/networks/back/connect"}},
+		{name: "the connect fails", refuse: true, wantErr: "no such network",
+			wantSent: []string{"POST /v1.41/containers/create?name=act-waitdaemon-user", "POST /v1.41/networks/back/connect"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var sent []string
+			log := func(r *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				sent = append(sent, r.Method+" "+r.URL.RequestURI())
+			}
+			e := fakeDocker(t, map[string]http.HandlerFunc{
+				"/containers/create": func(w http.ResponseWriter, r *http.Request) {
+					log(r)
+					w.WriteHeader(http.StatusCreated)
+					fmt.Fprint(w, `{"Id":"c1","Warnings":[]}`)
+				},
+				"/networks/{net}/connect": func(w http.ResponseWriter, r *http.Request) {
+					log(r)
+					if tc.refuse {
+						refuse(w, http.StatusNotFound, "no such network")
+						return
+					}
+					w.WriteHeader(http.StatusOK)
+				},
+			})
+			spec := engine.Spec{Name: "act-waitdaemon-user", Create: &planned{
+				CreateRequest: dockerapi.CreateRequest{Config: dockerapi.Config{Image: "reboot:1"}},
+				connect:       map[string]dockerapi.EndpointSettings{"back": {Aliases: []string{"db"}}},
+			}}
+			id, err := e.Create(context.Background(), spec)
+			if id != "c1" || (tc.wantErr == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Create() = %q, %v; want c1, error %q", id, err, tc.wantErr)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if diff := linediff.Lines(tc.wantSent, sent); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
