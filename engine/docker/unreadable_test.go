@@ -163,3 +163,29 @@ func TestOutputWriteFails(t *testing.T) {
 		t.Errorf("Output() = %v, want the writer's error", err)
 	}
 }
+
+// TestFollowNoTail: a run followed with no tail asked for reads no log.
+func TestFollowNoTail(t *testing.T) {
+	sent := time.Now()
+	var mu sync.Mutex
+	logReads := 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("/_ping", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Api-Version", "1.41") })
+	mux.HandleFunc("/v1.41/containers/u/wait", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"StatusCode":0}`) })
+	mux.HandleFunc("/v1.41/containers/u/json", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"Id":"u","Path":"true","Config":{"Image":"x:1"},"State":{"StartedAt":%q}}`, sent.Add(10*time.Millisecond).Format(time.RFC3339Nano))
+	})
+	mux.HandleFunc("/v1.41/containers/u/logs", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		logReads++
+		mu.Unlock()
+		fmt.Fprint(w, "")
+	})
+	e := &Engine{C: &dockerapi.Client{Socket: rr.Serve(t, mux)}}
+	run, err := e.Follow(context.Background(), "u", sent, 0, "")
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil || run.Output == nil || len(run.Output) != 0 || logReads != 0 {
+		t.Errorf("Follow() = output %#v, %v after %d log reads; want an empty tail, no log read", run.Output, err, logReads)
+	}
+}
