@@ -262,6 +262,10 @@ func TestReach(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "- /run/containerd/containerd.sock:/run/containerd/containerd.sock") {
 		t.Errorf("Reach() without a socket: %v, want how to mount it", err)
 	}
+	// The cause is the system's word alone, not the chain of dials.
+	if want := "cannot reach containerd on " + e.C.SocketPath() + " (no such file or directory)"; err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("Reach() without a socket: %v, want it to start %q", err, want)
+	}
 }
 
 // TestEnginePullProgress replays containerdapi's recording of a pull
