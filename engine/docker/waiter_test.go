@@ -278,3 +278,29 @@ func TestWaitActionRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestFinishedAt: the engine's FinishedAt counts when it is a time, not
+// Docker's zero time for a container that never stopped, and not after
+// now.
+func TestFinishedAt(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
+	cases := []struct {
+		finished string
+		want     bool
+	}{
+		{"2026-01-01T00:00:09.5Z", true},
+		{"0001-01-01T00:00:00Z", false},
+		{"0002-01-01T00:00:00Z", true},
+		{"2026-01-01T00:00:10Z", false},
+		{"2026-01-01T00:00:11Z", false},
+		{"", false},
+		{"yesterday", false},
+	}
+	for _, tc := range cases {
+		ctr := dockerapi.Container{}
+		ctr.State.FinishedAt = tc.finished
+		if got, ok := finishedAt(ctr, now); ok != tc.want || ok && got.Format(time.RFC3339Nano) != tc.finished {
+			t.Errorf("finishedAt(%q) = %v, %v; want %v", tc.finished, got, ok, tc.want)
+		}
+	}
+}
