@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/internal/linediff"
@@ -86,5 +88,85 @@ func TestRaw(t *testing.T) {
 				t.Errorf("sent (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCallCause: a call that ends with its context says why: the
+// client's own bound, or the caller's cause, and nothing more when the
+// caller cancelled without one.
+func TestCallCause(t *testing.T) {
+	cases := []struct {
+		name    string
+		ctx     func() (context.Context, func())
+		bound   time.Duration
+		want    string // in the error
+		wantNot string
+	}{
+		{
+			name: "the client's bound", bound: 100 * time.Millisecond,
+			ctx:  func() (context.Context, func()) { return context.Background(), func() {} },
+			want: "(context deadline exceeded: no answer within 100ms)",
+		},
+		{
+			name: "the caller's cause",
+			ctx: func() (context.Context, func()) {
+				ctx, cancel := context.WithCancelCause(context.Background())
+				time.AfterFunc(50*time.Millisecond, func() { cancel(errors.New("the action was stopped")) })
+				return ctx, func() { cancel(nil) }
+			},
+			want: "context canceled (the action was stopped)",
+		},
+		{
+			name: "cancelled without a cause",
+			ctx: func() (context.Context, func()) {
+				ctx, cancel := context.WithCancel(context.Background())
+				time.AfterFunc(50*time.Millisecond, cancel)
+				return ctx, cancel
+			},
+			want: "context canceled", wantNot: "(",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			done := make(chan struct{})
+			defer close(done)
+			c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) { // no answer
+				select {
+				case <-r.Context().Done():
+				case <-done:
+				}
+			})
+			c.RequestTimeout = tc.bound
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			_, err := c.ContainerInspect(ctx, "x")
+			if err == nil || !strings.Contains(err.Error(), tc.want) || tc.wantNot != "" && strings.Contains(strings.TrimPrefix(err.Error(), `inspecting container "x": `), tc.wantNot) {
+				t.Errorf("ContainerInspect() = %v, want %q in it", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRetryWaits: a call sent again after a 503 waits between the
+// attempts, at least the 50 ms the backoff starts at.
+func TestRetryWaits(t *testing.T) {
+	var mu sync.Mutex
+	var at []time.Time
+	c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if at = append(at, time.Now()); len(at) == 1 {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"message": "busy"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"Id": "x"})
+	})
+	if _, err := c.ContainerInspect(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(at) != 2 || at[1].Sub(at[0]) < 50*time.Millisecond {
+		t.Errorf("attempts at %v, want two, 50 ms apart at least", at)
 	}
 }

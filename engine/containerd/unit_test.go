@@ -461,14 +461,13 @@ func TestEnginePlanFallback(t *testing.T) {
 // when none is set.
 func TestString(t *testing.T) {
 	cases := []struct {
-		c    containerdapi.Client
-		want string
+		socket, namespace, want string
 	}{
-		{containerdapi.Client{Socket: "/run/k3s/containerd/containerd.sock", Namespace: "k8s.io"}, "containerd on /run/k3s/containerd/containerd.sock (namespace k8s.io)"},
-		{containerdapi.Client{Socket: "/run/c.sock"}, "containerd on /run/c.sock (namespace " + containerdapi.DefaultNamespace + ")"},
+		{"/run/k3s/containerd/containerd.sock", "k8s.io", "containerd on /run/k3s/containerd/containerd.sock (namespace k8s.io)"},
+		{"/run/c.sock", "", "containerd on /run/c.sock (namespace " + containerdapi.DefaultNamespace + ")"},
 	}
 	for _, tc := range cases {
-		if got := New(&tc.c).String(); got != tc.want {
+		if got := New(&containerdapi.Client{Socket: tc.socket, Namespace: tc.namespace}).String(); got != tc.want {
 			t.Errorf("String() = %q, want %q", got, tc.want)
 		}
 	}
