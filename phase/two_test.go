@@ -267,6 +267,10 @@ func TestTwoResultFile(t *testing.T) {
 	if err := json.Unmarshal(data, &file); err != nil || file.ExitCode != 4 || file.Action != "act" || len(file.Attempts) != 1 {
 		t.Errorf("result file = %s (%v)", data, err)
 	}
+	// It names the boot it ran in: a reboot's result is told apart.
+	if boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil && (file.BootID == "" || file.BootID != strings.TrimSpace(string(boot))) {
+		t.Errorf("result file's boot_id = %q, want this boot's %q", file.BootID, strings.TrimSpace(string(boot)))
+	}
 
 	t.Run("unwritable", func(t *testing.T) {
 		unwritableLinger = 0
