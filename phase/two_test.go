@@ -611,6 +611,8 @@ func TestWriteResultFails(t *testing.T) {
 				}
 			}
 			var tmp *failingFile
+			real := createTemp
+			t.Cleanup(func() { createTemp = real })
 			createTemp = func(dir, pattern string) (tempFile, error) {
 				f, err := os.CreateTemp(dir, pattern)
 				if err != nil {
@@ -619,9 +621,6 @@ func TestWriteResultFails(t *testing.T) {
 				tmp = &failingFile{File: f, fail: tc.fail}
 				return tmp, nil
 			}
-			t.Cleanup(func() {
-				createTemp = func(dir, pattern string) (tempFile, error) { return os.CreateTemp(dir, pattern) }
-			})
 
 			err := writeResult(file, result{Action: "after", Attempts: []attempt{}})
 
