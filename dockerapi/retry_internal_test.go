@@ -80,3 +80,23 @@ func TestRetryPolicy(t *testing.T) {
 		}
 	})
 }
+
+// TestRequestTimeoutBound: a call's bound is the client's RequestTimeout,
+// else the wait for the engine (its default when unset, none when
+// negative) and 30 s more.
+func TestRequestTimeoutBound(t *testing.T) {
+	cases := []struct {
+		request, wait, want time.Duration
+	}{
+		{time.Second, time.Minute, time.Second},
+		{0, 0, DefaultWaitForEngine + DefaultRequestTimeout},
+		{0, 5 * time.Second, 5*time.Second + DefaultRequestTimeout},
+		{0, -1, DefaultRequestTimeout},
+	}
+	for _, tc := range cases {
+		c := &Client{RequestTimeout: tc.request, WaitForEngine: tc.wait}
+		if got := c.requestTimeout(); got != tc.want {
+			t.Errorf("requestTimeout() with RequestTimeout %v, WaitForEngine %v = %v, want %v", tc.request, tc.wait, got, tc.want)
+		}
+	}
+}

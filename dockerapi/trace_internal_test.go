@@ -262,3 +262,72 @@ func FuzzTraceAnyBody(f *testing.F) {
 		}
 	})
 }
+
+// TestTraceBufferedOrStreamed: a body of known length up to maxBuffered
+// is traced whole with the headers, before the caller reads any of it; a
+// longer one, or one of unknown length, is traced as the caller reads it.
+// Either way the trace ends with the whole body.
+func TestTraceBufferedOrStreamed(t *testing.T) {
+	cases := []struct {
+		name     string
+		size     int   // of the body
+		length   int64 // the response's ContentLength
+		buffered bool
+	}{
+		{name: "empty", size: 0, length: 0, buffered: true},
+		{name: "small", size: 100, length: 100, buffered: true},
+		{name: "the most traced whole", size: maxBuffered, length: maxBuffered, buffered: true},
+		{name: "a byte more", size: maxBuffered + 1, length: maxBuffered + 1},
+		{name: "unknown length", size: 100, length: -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body := linesOf(tc.size)
+			var w bytes.Buffer
+			tr := &tracer{w: &w, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+				return &http.Response{
+					Status: "200 OK", StatusCode: 200, ProtoMajor: 1, ProtoMinor: 1,
+					Header: http.Header{}, ContentLength: tc.length, Body: io.NopCloser(bytes.NewReader(body)),
+				}, nil
+			})}
+			req, err := http.NewRequest(http.MethodGet, "http://docker/x", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := w.Len() - len(traceHead)
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || !bytes.Equal(got, body) {
+				t.Fatalf("the caller read %d bytes (%v), want %d", len(got), err, len(body))
+			}
+			wantBefore := 0
+			if tc.buffered {
+				wantBefore = len(body)
+			}
+			if before != wantBefore {
+				t.Errorf("traced %d bytes of the body before the caller read it, want %d", before, wantBefore)
+			}
+			if trace := w.String(); trace != traceHead+string(body) {
+				t.Errorf("the trace is %d bytes, not the head and the whole body (%d): %.200q…", len(trace), len(traceHead)+len(body), trace)
+			}
+		})
+	}
+}
+
+// linesOf is a body of size bytes in short JSON lines, with no secret;
+// it ends with a newline unless empty.
+func linesOf(size int) []byte {
+	var b []byte
+	for len(b) < size {
+		line := []byte(`{"status":"Downloading","progress":"[==>   ]"}` + "\n")
+		if rest := size - len(b); rest < len(line) {
+			line = append(bytes.Repeat([]byte(" "), rest-1), '\n')
+		}
+		b = append(b, line...)
+	}
+	return b
+}

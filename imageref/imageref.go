@@ -198,9 +198,7 @@ func validComponent(s string) bool {
 		for j < len(s) && !isLowerAlnum(rune(s[j])) {
 			j++
 		}
-		switch sep := s[i:j]; {
-		case sep == ".", sep == "_", sep == "__", strings.Trim(sep, "-") == "":
-		default:
+		if sep := s[i:j]; sep != "." && sep != "_" && sep != "__" && strings.Trim(sep, "-") != "" {
 			return false
 		}
 		i = j

@@ -43,6 +43,10 @@ func TestParse(t *testing.T) {
 		// first component with uppercase letters is a registry host, not
 		// a path component; the engine then fails to reach host UPPER.
 		{"UPPER/case", imageref.Ref{Domain: "UPPER", Path: "case"}, "UPPER/case", "UPPER", "latest", "UPPER/case:latest"},
+		// Each end of the ranges of characters allowed, and a port of 5 digits.
+		{"az09/z9a0:AZaz09", imageref.Ref{Path: "az09/z9a0", Tag: "AZaz09"}, "az09/z9a0", "docker.io", "AZaz09", "az09/z9a0:AZaz09"},
+		{"Reg-9Z.A0-z:65535/zz", imageref.Ref{Domain: "Reg-9Z.A0-z:65535", Path: "zz"}, "Reg-9Z.A0-z:65535/zz", "Reg-9Z.A0-z:65535", "latest", "Reg-9Z.A0-z:65535/zz:latest"},
+		{"r.io:90/a", imageref.Ref{Domain: "r.io:90", Path: "a"}, "r.io:90/a", "r.io:90", "latest", "r.io:90/a:latest"},
 	}
 	for _, tc := range cases {
 		t.Run(label(tc.in), func(t *testing.T) {
@@ -100,6 +104,16 @@ func TestParseErrors(t *testing.T) {
 		{"host label with a leading dash", "-host.io/a", "the registry host"},
 		{"empty port", "host.io:/a", "the registry host"},
 		{"path of 256 characters", strings.Repeat("a", 256), "longer than 255"},
+		{"a domain and path of 256 characters", "a.io/" + strings.Repeat("b", 251), "longer than 255"},
+		{"a tag without a name", ":3.20", `the name part ""`},
+		{"a port of 6 digits", "host.io:500000/a", "the registry host"},
+		{"a port with a character after '9'", "host.io:50:0/a", "the registry host"},
+		{"an underscore in the host", "my_reg.io/a", "the registry host"},
+		{"a character before 'a' in a name", "a`b", "the name part"},
+		{"a character after 'z' in a name", "a{b", "the name part"},
+		{"a character after '9' in a host", "reg:9.io/a", "the registry host"},
+		{"a character before 'A' in a tag", "a:x@y", "the digest"},
+		{"a character after 'Z' in a tag", "a:x[", "the tag"},
 		// The engine knows only these algorithms (go-digest's Available).
 		{"unsupported digest algorithm", "img@md5:" + strings.Repeat("f", 32), "the digest"},
 	}

@@ -447,6 +447,15 @@ func TestPlanNetworks(t *testing.T) {
 		create:  map[string]dockerapi.EndpointSettings{"a": aliased},
 		connect: map[string]dockerapi.EndpointSettings{"b": empty},
 	}, {
+		name: "links by the target's and the alias's last names, and driver options",
+		c: withNetworks("net", map[string]dockerapi.EndpointSettings{"net": {
+			Links: []string{"/db:/web/db", "/cache:/c", "plain"}, DriverOpts: map[string]string{"com.example.mtu": "1400"},
+		}}),
+		version: "1.44",
+		create: map[string]dockerapi.EndpointSettings{"net": {
+			Links: []string{"db:db", "cache:c", "plain"}, DriverOpts: map[string]string{"com.example.mtu": "1400"},
+		}},
+	}, {
 		name:    "none",
 		c:       withNetworks("none", map[string]dockerapi.EndpointSettings{"none": empty}),
 		version: "1.44",
@@ -484,6 +493,30 @@ func TestPlanCommand(t *testing.T) {
 			out := Plan(Input{Container: c, Image: img, UserImage: "alpine"})
 			is(t, "Cmd", out.Create.Cmd, tc.wantCmd)
 			is(t, "Entrypoint", out.Create.Entrypoint, tc.wantEntrypoint)
+		})
+	}
+}
+
+// TestPlanHealthcheck: the action's health check goes to the user
+// container when it is its own, not its image's, which the user image
+// does not have.
+func TestPlanHealthcheck(t *testing.T) {
+	own := &dockerapi.HealthConfig{Test: []string{"CMD", "true"}}
+	imgs := &dockerapi.HealthConfig{Test: []string{"CMD-SHELL", "curl -f localhost"}}
+	cases := []struct {
+		name   string
+		c, img *dockerapi.HealthConfig
+		want   *dockerapi.HealthConfig
+	}{
+		{"its own", own, nil, own},
+		{"its own, over the image's", own, imgs, own},
+		{"the image's", imgs, imgs, nil},
+		{"none", nil, imgs, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := Plan(Input{Container: dockerapi.Container{ID: "x", Config: dockerapi.Config{Healthcheck: tc.c}}, Image: dockerapi.Config{Healthcheck: tc.img}})
+			is(t, "Healthcheck", out.Create.Healthcheck, tc.want)
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alecthomas/kong"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/fake"
 	"github.com/waitdaemon/waitdaemon/internal/linediff"
@@ -81,29 +82,94 @@ func TestOneOrder(t *testing.T) {
 	}
 }
 
-// TestOneWaiterArgs: what phase 1 tells the waiter parses back into the
-// same WaiterArgs, and the waiter is labelled and bound as asked.
+// TestOneWaiterArgs: what phase 1 tells the waiter parses back, through
+// the waiter command's own parser, into what phase 1 meant; the waiter is
+// labelled and bound as asked.
 func TestOneWaiterArgs(t *testing.T) {
-	eng := newFake()
-	eng.Says = map[string][]string{"act-waitdaemon-waiter": {`{"msg":"` + msgResultWritable + `"}`}}
-	_, _, err := phaseOne(t, eng, "IMAGE=reboot:1", "WAIT_SECONDS=7", "WAITDAEMON_RETRIES=2", "WAITDAEMON_LOG_TAIL=5",
-		`WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`, "WAITDAEMON_RESULT_FILE=/var/lib/w/result.json")
+	cases := []struct {
+		name     string
+		env      []string
+		want     WaiterArgs
+		wantBind engine.Bind
+	}{
+		{
+			name: "every setting",
+			env: []string{"IMAGE=reboot:1", "WAIT_SECONDS=7", "WAITDAEMON_RETRIES=2", "WAITDAEMON_LOG_TAIL=5",
+				`WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`, "WAITDAEMON_RESULT_FILE=/var/lib/w/result.json"},
+			want: WaiterArgs{
+				UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 7, Retries: 2, LogTail: 5,
+				FallbackContainer: "act-waitdaemon-fallback", ResultFile: ResultDir + "/result.json",
+			},
+			wantBind: engine.Bind{Host: "/var/lib/w", Container: ResultDir},
+		},
+		{
+			name: "no fallback, no result file",
+			env:  []string{"IMAGE=reboot:1", "WAIT_SECONDS=3"},
+			want: WaiterArgs{UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 3, LogTail: 20},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := newFake()
+			if tc.want.ResultFile != "" {
+				eng.Says = map[string][]string{"act-waitdaemon-waiter": {`{"msg":"` + msgResultWritable + `"}`}}
+			}
+			if _, _, err := phaseOne(t, eng, tc.env...); err != nil {
+				t.Fatal(err)
+			}
+			h := newHandoff(eng, eng.Action, mustValidate(t, tc.env...), true)
+			w := h.Waiter.Create.(*fake.Planned).Waiter
+			if diff := linediff.Text(fmt.Sprintf("%+v\n", tc.want), fmt.Sprintf("%+v\n", parseWaiter(t, w.Args))); diff != "" {
+				t.Errorf("the waiter's command line %q parses into (-want +got):\n%s", w.Args, diff)
+			}
+			if w.Bind != tc.wantBind || !slices.Equal(w.Env, []string{"WAITDAEMON_VERBOSE=true"}) ||
+				w.Labels[LabelRole] != RoleWaiter || w.Labels[LabelActionID] != actionID {
+				t.Errorf("waiter = %+v", w)
+			}
+		})
+	}
+}
+
+// parseWaiter parses a waiter's command line as the waiter command does
+// (main's waiterCmd embeds WaiterArgs).
+func parseWaiter(t *testing.T, args []string) WaiterArgs {
+	t.Helper()
+	var cli struct {
+		Waiter struct {
+			WaiterArgs `embed:""`
+		} `cmd:""`
+	}
+	p, err := kong.New(&cli, kong.Exit(func(code int) { t.Fatalf("the waiter's parser exited %d on %q", code, args) }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHandoff(eng, eng.Action, mustValidate(t, "IMAGE=reboot:1", "WAIT_SECONDS=7", "WAITDAEMON_RETRIES=2", "WAITDAEMON_LOG_TAIL=5",
-		`WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`, "WAITDAEMON_RESULT_FILE=/var/lib/w/result.json"), true)
-	w := h.Waiter.Create.(*fake.Planned).Waiter
-	want := WaiterArgs{
-		UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 7, Retries: 2, LogTail: 5,
-		FallbackContainer: "act-waitdaemon-fallback", ResultFile: ResultDir + "/result.json",
+	if len(args) == 0 || args[0] != "waiter" {
+		t.Fatalf("command line %q does not start with the waiter command", args)
 	}
-	if !slices.Equal(w.Args, want.Args()) {
-		t.Errorf("waiter args (-want +got):\n-%q\n+%q", want.Args(), w.Args)
+	if _, err := p.Parse(args); err != nil {
+		t.Fatalf("parsing %q: %v", args, err)
 	}
-	if w.Bind != (engine.Bind{Host: "/var/lib/w", Container: ResultDir}) || !slices.Equal(w.Env, []string{"WAITDAEMON_VERBOSE=true"}) ||
-		w.Labels[LabelRole] != RoleWaiter || w.Labels[LabelActionID] != actionID {
-		t.Errorf("waiter = %+v", w)
+	return cli.Waiter.WaiterArgs
+}
+
+// TestWaiterArgsRoundTrip: Args writes a command line that the waiter's
+// parser reads back into the same WaiterArgs, with or without the
+// optional fallback and result file, and with values that look like
+// flags or hold spaces.
+func TestWaiterArgsRoundTrip(t *testing.T) {
+	cases := []WaiterArgs{
+		{UserContainer: "u", ActionContainer: "a", WaitSeconds: 0, LogTail: 0},
+		{UserContainer: "u", ActionContainer: "a", ActionName: "act", WaitSeconds: 10, Retries: 3, LogTail: 20, FallbackContainer: "fb"},
+		{UserContainer: "u", ActionContainer: "a", WaitSeconds: 1, LogTail: 1, ResultFile: "/run/waitdaemon-result/r.json"},
+		{UserContainer: "-u x", ActionContainer: "--a", ActionName: "a b", WaitSeconds: 86400, Retries: 1, LogTail: 500,
+			FallbackContainer: "--fb", ResultFile: "/with space/r.json"},
+	}
+	for _, want := range cases {
+		t.Run(fmt.Sprint(want), func(t *testing.T) {
+			if diff := linediff.Text(fmt.Sprintf("%+v\n", want), fmt.Sprintf("%+v\n", parseWaiter(t, want.Args()))); diff != "" {
+				t.Errorf("%q parses into (-want +got):\n%s", want.Args(), diff)
+			}
+		})
 	}
 }
 
@@ -153,6 +219,34 @@ func TestOneUndo(t *testing.T) {
 			}
 			if got := eng.Names(); !slices.Equal(got, []string{"other-action-user"}) {
 				t.Errorf("left behind: %q; want only another action's container (%s)\ncalls:\n%s", got, other, strings.Join(eng.Calls(), "\n"))
+			}
+		})
+	}
+}
+
+// TestOneResultFileAnswer: phase 1 reads the waiter's output until its
+// answer about the result file, whatever lines come first, and hands off
+// only on a yes.
+func TestOneResultFileAnswer(t *testing.T) {
+	writable := `{"msg":"` + msgResultWritable + `","result_file":"/run/waitdaemon-result/r.json"}`
+	cases := []struct {
+		name    string
+		says    []string
+		wantErr string // "" for a hand-off
+	}{
+		{name: "yes", says: []string{writable}},
+		{name: "yes after other lines", says: []string{`{"msg":"could not tell phase 1","error":"x"}`, "", "not json", writable}},
+		{name: "no, after a blank line", says: []string{"", `{"msg":"` + msgResultUnwritable + `","error":"read-only file system"}`, writable},
+			wantErr: "a file the waiter can write on the host (read-only file system)"},
+		{name: "silence", says: []string{`{"msg":"something else"}`}, wantErr: "the waiter did not say whether it can write WAITDAEMON_RESULT_FILE=\"/r/r.json\": it ended without a word"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := newFake()
+			eng.Says = map[string][]string{"act-waitdaemon-waiter": tc.says}
+			_, _, err := phaseOne(t, eng, "IMAGE=reboot:1", "WAITDAEMON_RESULT_FILE=/r/r.json")
+			if got := fmt.Sprint(err); (tc.wantErr == "") != (err == nil) || !strings.Contains(got, tc.wantErr) {
+				t.Errorf("phase 1: %v, want %q", err, tc.wantErr)
 			}
 		})
 	}

@@ -1,11 +1,16 @@
 package phase
 
 import (
-	"github.com/waitdaemon/waitdaemon/engine"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
 
 func TestWholeNumber(t *testing.T) {
@@ -74,6 +79,8 @@ func TestUnknownVariables(t *testing.T) {
 		{[]string{"WAITDAEMON_RETRY=2"}, `WAITDAEMON_RETRY="2": waitdaemon has no such variable; did you mean WAITDAEMON_RETRIES?`},
 		{[]string{"WAITDAEMON_WAITSECONDS=5"}, `did you mean WAITDAEMON_WAIT_SECONDS?`},
 		{[]string{"WAITDAEMON_PULLPOLICY=always"}, `did you mean WAITDAEMON_PULL_POLICY?`},
+		{[]string{"WAITDAEMON_RETRIESXYZ=1"}, `did you mean WAITDAEMON_RETRIES?`},
+		{[]string{"WAITDAEMON_RETRIESWXYZ=1"}, `WAITDAEMON_RETRIESWXYZ="1": waitdaemon has no such variable; expected one of`}, // 4 edits: too far
 		{[]string{"WAITDAEMON_COLOUR=blue"}, `WAITDAEMON_COLOUR="blue": waitdaemon has no such variable; expected one of WAITDAEMON_CONTAINER, WAITDAEMON_DRY_RUN,`},
 	}
 	for _, tc := range cases {
@@ -148,6 +155,94 @@ func TestSwitch(t *testing.T) {
 		}
 		if err != nil && (exitCode(err) != engine.ExitInput || !strings.Contains(err.Error(), `WAITDAEMON_X="`+tc.value+`"`)) {
 			t.Errorf("Switch(%q) error %v, want bad input naming WAITDAEMON_X and its value", tc.value, err)
+		}
+	}
+}
+
+// TestValidateReadsRegistryConfig: a config.json that cannot be read or
+// parsed fails the settings, before any engine call, and is named; the
+// fallback's image is checked too.
+func TestValidateReadsRegistryConfig(t *testing.T) {
+	cases := []struct {
+		name    string
+		config  string // config.json; "dir" makes it a directory
+		env     []string
+		wantErr string // "" for none
+	}{
+		{name: "a good one", config: `{"auths":{}}`},
+		{name: "malformed", config: `{"auths":`, wantErr: "config.json: expected a Docker config.json"},
+		{name: "a directory", config: "dir", wantErr: "reading registry credentials"},
+		{
+			name: "malformed, read for the fallback's image alone", config: `{"auths":`, // IMAGE's registry has its pair
+			env:     []string{"WAITDAEMON_REGISTRY_USERNAME=u", "WAITDAEMON_REGISTRY_PASSWORD=p", `WAITDAEMON_FALLBACK_COMMAND=["x"]`, "WAITDAEMON_FALLBACK_IMAGE=other.example/x:1"},
+			wantErr: "config.json: expected a Docker config.json",
+		},
+		{
+			name: "malformed, never read", config: `{"auths":`,
+			env: []string{"WAITDAEMON_REGISTRY_USERNAME=u", "WAITDAEMON_REGISTRY_PASSWORD=p"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "config.json")
+			var err error
+			if tc.config == "dir" {
+				err = os.Mkdir(file, 0o700)
+			} else {
+				err = os.WriteFile(file, []byte(tc.config), 0o600)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = ReadInputs(append([]string{"IMAGE=reboot:1", "DOCKER_CONFIG=" + dir}, tc.env...)).Validate()
+			if got := fmt.Sprint(err); (tc.wantErr == "") != (err == nil) || !strings.Contains(got, tc.wantErr) || err != nil && !strings.Contains(got, file) {
+				t.Errorf("Validate: %v, want %q naming %s", err, tc.wantErr, file)
+			}
+		})
+	}
+}
+
+// TestEditDistance: the Levenshtein distance that picks the suggestion.
+func TestEditDistance(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"abc", "", 3},
+		{"", "abc", 3},
+		{"abc", "abc", 0},
+		{"kitten", "sitting", 3},
+		{"WAITDAEMON_RETRY", "WAITDAEMON_RETRIES", 3},
+		{"ab", "ba", 2},
+		{"flaw", "lawn", 2},
+	}
+	for _, tc := range cases {
+		if got := editDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// TestVariableInput: the action's settings are inputs, read by
+// ReadInputs; the command line's and the engine's choice are not.
+func TestVariableInput(t *testing.T) {
+	var inputs, others []string
+	for _, v := range Variables {
+		if v.Input() {
+			inputs = append(inputs, v.Name)
+		} else {
+			others = append(others, v.Name)
+		}
+	}
+	want := []string{"WAITDAEMON_VERBOSE", "WAITDAEMON_ENGINE", "DOCKER_HOST", "CONTAINERD_ADDRESS", "CONTAINERD_NAMESPACE"}
+	if diff := linediff.Lines(want, others); diff != "" {
+		t.Errorf("not inputs (-want +got):\n%s", diff)
+	}
+	for _, name := range []string{"IMAGE", "WAIT_SECONDS", "WAITDAEMON_RETRIES", "WAITDAEMON_CONTAINER"} {
+		if !slices.Contains(inputs, name) {
+			t.Errorf("inputs %q lack %s", inputs, name)
 		}
 	}
 }

@@ -145,7 +145,7 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 	var res result
 	since := ""
 	for n := 1; ; n++ {
-		if n > 1 && !engine.Sleep(ctx, min(retryBase<<(n-2), retryCap)) {
+		if n > 1 && !engine.Sleep(ctx, retryDelay(n)) {
 			return res, ctx.Err()
 		}
 		what := "starting the user container (kept for inspection)"
@@ -183,6 +183,11 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 	}
 	return res, nil
 }
+
+// retryDelay is the pause before run n of the user container (n > 1):
+// retryBase before the second, doubled for each later one, at most
+// retryCap.
+func retryDelay(n int) time.Duration { return min(retryBase<<(n-2), retryCap) }
 
 // run starts container and follows the run to its end: the one path of
 // the first run, the re-runs and the fallback. started, when set, hears
@@ -294,14 +299,27 @@ func writable(file string) error {
 	return os.Remove(tmp.Name())
 }
 
+// tempFile is the temporary file writeResult fills, as os.CreateTemp
+// makes it; tests make one that fails at a given step.
+type tempFile interface {
+	io.Writer
+	Chmod(os.FileMode) error
+	Sync() error
+	Close() error
+	Name() string
+}
+
+var createTemp = func(dir, pattern string) (tempFile, error) { return os.CreateTemp(dir, pattern) }
+
 // writeResult writes res to file atomically: a temporary file beside it,
-// synced, then renamed over it.
+// synced, then renamed over it. What fails leaves file as it was, and no
+// temporary file.
 func writeResult(file string, res result) (err error) {
 	data, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(path.Dir(file), ".result-*.json")
+	tmp, err := createTemp(path.Dir(file), ".result-*.json")
 	if err != nil {
 		return fmt.Errorf("writing the result file: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine/fake"
+	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
 
 func init() {
@@ -148,6 +150,48 @@ func TestTwoWaits(t *testing.T) {
 	}
 }
 
+// TestTwoLate: a waiter that learns of the action's exit after the wait
+// was already over starts the user container at once, and late_ms says by
+// how much it missed the moment: the time since the exit, less the wait.
+func TestTwoLate(t *testing.T) {
+	cases := []struct {
+		name    string
+		ago     time.Duration // the action exited this long before the waiter ran
+		wait    int
+		removed bool
+		wantMin int64 // late_ms, at least
+	}{
+		{name: "three seconds after a one-second wait", ago: 3 * time.Second, wait: 1, wantMin: 2000},
+		{name: "a minute after a ten-second wait, the action gone", ago: time.Minute, wait: 10, removed: true, wantMin: 50000},
+		{name: "on time", ago: 0, wait: 0, wantMin: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := waiterFake(false)
+			eng.ExitedAt = time.Now().Add(-tc.ago)
+			eng.ActionRemoved = tc.removed
+			args := waiterArgs(0, false)
+			args.WaitSeconds = tc.wait
+			var out bytes.Buffer
+			if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
+				t.Fatal(err)
+			}
+			most := time.Since(eng.ExitedAt).Milliseconds() - int64(tc.wait)*1000
+			var started waited
+			for _, l := range strings.Split(out.String(), "\n") {
+				if strings.Contains(l, `"msg":"started user container"`) {
+					_ = json.Unmarshal([]byte(l), &started)
+				}
+			}
+			if started.LateMS < tc.wantMin || started.LateMS > most || started.Wait != tc.wait || started.ActionRemoved != tc.removed ||
+				started.User != "act-waitdaemon-user" || started.ActionExited != stamp(eng.ExitedAt) {
+				t.Errorf("started = %+v, want late_ms from %d to %d, wait_seconds %d, action_removed %v, the exit at %s",
+					started, tc.wantMin, most, tc.wait, tc.removed, stamp(eng.ExitedAt))
+			}
+		})
+	}
+}
+
 // TestTwoSignals: a signal during the action or the wait removes what
 // would have run, and starts nothing; one after the start leaves the user
 // container running and removes nothing.
@@ -222,6 +266,10 @@ func TestTwoResultFile(t *testing.T) {
 	var file result
 	if err := json.Unmarshal(data, &file); err != nil || file.ExitCode != 4 || file.Action != "act" || len(file.Attempts) != 1 {
 		t.Errorf("result file = %s (%v)", data, err)
+	}
+	// It names the boot it ran in: a reboot's result is told apart.
+	if boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil && (file.BootID == "" || file.BootID != strings.TrimSpace(string(boot))) {
+		t.Errorf("result file's boot_id = %q, want this boot's %q", file.BootID, strings.TrimSpace(string(boot)))
 	}
 
 	t.Run("unwritable", func(t *testing.T) {
@@ -305,6 +353,24 @@ func TestTwoStartFails(t *testing.T) {
 			}
 			if tc.fallback && (res.Fallback == nil || res.Fallback.ExitCode != 0) {
 				t.Errorf("fallback = %+v; want it run, exit 0", res.Fallback)
+			}
+			// Each refusal is logged, saying which start it was.
+			wantDoing := []string{"starting the user container (kept for inspection)"}
+			for range tc.retries {
+				wantDoing = append(wantDoing, "re-running the user container")
+			}
+			var doing []string
+			for _, l := range strings.Split(out.String(), "\n") {
+				var e struct{ Msg, Container, Doing, Error string }
+				if json.Unmarshal([]byte(l), &e) == nil && e.Msg == "could not start a container" {
+					doing = append(doing, e.Doing)
+					if e.Container != "act-waitdaemon-user" || e.Error != tc.err.Error() {
+						t.Errorf("logged %s", l)
+					}
+				}
+			}
+			if diff := linediff.Lines(wantDoing, doing); diff != "" {
+				t.Errorf("the refused starts logged (-want +got):\n%s", diff)
 			}
 			if data, err := os.ReadFile(args.ResultFile); err != nil || !strings.Contains(string(data), `"exit_code": `+strconv.Itoa(tc.wantCode)) {
 				t.Errorf("result file: %s (%v)", data, err)
@@ -436,5 +502,188 @@ func TestTwoSweepFailsQuietly(t *testing.T) {
 	}
 	if r := lastResult(t, out.String()); r.ExitCode != 0 {
 		t.Errorf("result %+v, want exit 0", r)
+	}
+}
+
+// TestRetryDelay: the pause before each re-run of a failed user container
+// starts at 2 s, doubles, and stops growing at 30 s, up to the most runs
+// the settings allow.
+func TestRetryDelay(t *testing.T) {
+	base, limit := retryBase, retryCap
+	retryBase, retryCap = 2*time.Second, 30*time.Second
+	t.Cleanup(func() { retryBase, retryCap = base, limit })
+	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second}
+	for n := 7; n <= MaxRetries+1; n++ {
+		want = append(want, 30*time.Second)
+	}
+	var got []time.Duration
+	for n := 2; n <= MaxRetries+1; n++ {
+		got = append(got, retryDelay(n))
+	}
+	if diff := linediff.Lines(durations(want), durations(got)); diff != "" {
+		t.Errorf("pauses before runs 2 to %d (-want +got):\n%s", MaxRetries+1, diff)
+	}
+}
+
+func durations(ds []time.Duration) []string {
+	var s []string
+	for _, d := range ds {
+		s = append(s, d.String())
+	}
+	return s
+}
+
+// failingFile is a temporary result file that fails at one step: write
+// (after half the bytes), chmod, sync or close.
+type failingFile struct {
+	*os.File
+	fail           string
+	synced, closed bool
+}
+
+var errDisk = errors.New("input/output error")
+
+func (f *failingFile) Write(b []byte) (int, error) {
+	if f.fail == "write" {
+		n, _ := f.File.Write(b[:len(b)/2])
+		return n, errDisk
+	}
+	return f.File.Write(b)
+}
+
+func (f *failingFile) Chmod(m os.FileMode) error {
+	if f.fail == "chmod" {
+		return errDisk
+	}
+	return f.File.Chmod(m)
+}
+
+func (f *failingFile) Sync() error {
+	if f.fail == "sync" {
+		return errDisk
+	}
+	f.synced = true
+	return f.File.Sync()
+}
+
+func (f *failingFile) Close() error {
+	f.closed = true
+	err := f.File.Close()
+	if f.fail == "close" {
+		return errDisk
+	}
+	return err
+}
+
+// TestWriteResultFails: whichever step of the result file's write fails,
+// writeResult says so, leaves the file that was there as it was and no
+// temporary file beside it, and closes what it opened; when none fails,
+// the new result is synced before it replaces the old.
+func TestWriteResultFails(t *testing.T) {
+	cases := []struct {
+		fail    string // the temporary file's failing step, or "rename", "create", "none"
+		wantErr error  // errors.Is
+	}{
+		{fail: "none"},
+		{fail: "write", wantErr: errDisk},
+		{fail: "chmod", wantErr: errDisk},
+		{fail: "sync", wantErr: errDisk},
+		{fail: "close", wantErr: errDisk},
+		{fail: "rename"},
+		{fail: "create", wantErr: os.ErrNotExist},
+	}
+	for _, tc := range cases {
+		t.Run(tc.fail, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "result.json")
+			old := "{\"action\": \"before\"}\n"
+			switch tc.fail {
+			case "rename": // a directory cannot be replaced by a file
+				file = filepath.Join(dir, "full")
+				if err := os.MkdirAll(filepath.Join(file, "x"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			case "create":
+				file = filepath.Join(dir, "missing", "result.json")
+			default:
+				if err := os.WriteFile(file, []byte(old), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var tmp *failingFile
+			real := createTemp
+			t.Cleanup(func() { createTemp = real })
+			createTemp = func(dir, pattern string) (tempFile, error) {
+				f, err := os.CreateTemp(dir, pattern)
+				if err != nil {
+					return nil, err
+				}
+				tmp = &failingFile{File: f, fail: tc.fail}
+				return tmp, nil
+			}
+
+			err := writeResult(file, result{Action: "after", Attempts: []attempt{}})
+
+			switch {
+			case tc.fail == "none" && err != nil:
+				t.Fatalf("writeResult: %v", err)
+			case tc.fail != "none" && (err == nil || !strings.HasPrefix(err.Error(), "writing the result file: ")):
+				t.Errorf("error %v, want one that says the result file could not be written", err)
+			case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
+				t.Errorf("error %v, want it to wrap %v", err, tc.wantErr)
+			}
+			if tmp != nil && (!tmp.closed || tmp.synced != (tc.fail == "none" || tc.fail == "close" || tc.fail == "rename")) {
+				t.Errorf("the temporary file: closed %v, synced %v", tmp.closed, tmp.synced)
+			}
+			if tc.fail == "rename" || tc.fail == "create" {
+				if entries, _ := os.ReadDir(dir); len(entries) != strings.Count(tc.fail, "rename") {
+					t.Errorf("left in the directory: %v", entries)
+				}
+				return
+			}
+			want := old
+			if tc.fail == "none" {
+				want = "{\n  \"action\": \"after\",\n  \"image\": \"\",\n  \"command\": null,\n  \"exit_code\": 0,\n  \"attempts\": []\n}\n"
+			}
+			got, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := linediff.Text(want, string(got)); diff != "" {
+				t.Errorf("the result file (-want +got):\n%s", diff)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("left in the directory: %v", entries)
+			}
+		})
+	}
+}
+
+// TestWritable: phase 1's question, whether the result file can be
+// written, is answered no for a missing directory and for a path that is
+// a directory, and asking leaves nothing behind.
+func TestWritable(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		file    string
+		wantErr string // in the error; "" for none
+	}{
+		{file: "result.json"},
+		{file: "sub", wantErr: "sub is a directory"},
+		{file: "missing/result.json", wantErr: "no such file or directory"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			err := writable(filepath.Join(dir, tc.file))
+			if got := fmt.Sprint(err); (tc.wantErr == "") != (err == nil) || !strings.Contains(got, tc.wantErr) {
+				t.Errorf("writable: %v, want %q", err, tc.wantErr)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 || entries[0].Name() != "sub" {
+				t.Errorf("left in the directory: %v", entries)
+			}
+		})
 	}
 }

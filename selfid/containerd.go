@@ -57,12 +57,12 @@ func isNamespace(s string) bool {
 	}
 	run := false // in a run of letters and digits
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
 			run = true
-		case (c == '.' || c == '_' || c == '-') && run:
+		} else if (c == '.' || c == '_' || c == '-') && run {
 			run = false
-		default:
+		} else {
 			return false
 		}
 	}

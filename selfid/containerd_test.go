@@ -132,6 +132,8 @@ func TestRootUpperdir(t *testing.T) {
 		{"read-only overlay without upperdir", root("workdir=/w"), "", false},
 		{"empty upperdir", root("upperdir=,workdir=/w"), "", false},
 		{"no separator", "72 48 0:38 / / rw upperdir=/x\n", "", false},
+		{"stacked: a later root line without a separator is skipped", root("upperdir=/first/fs") + "99 72 0:50 / / rw overlay overlay rw,upperdir=/x\n", "/first/fs", true},
+		{"an escape that ends it", root(`upperdir=/a\040`), "/a ", true},
 		{"truncated after the separator", "72 48 0:38 / / rw - overlay\n", "", false},
 		{"empty", "", "", false},
 	}
@@ -182,4 +184,38 @@ func FuzzContainerd(f *testing.F) {
 			t.Fatalf("RootUpperdir() = %q, %v", upper, ok)
 		}
 	})
+}
+
+// TestIsNamespace: containerd's rule for a namespace name: runs of ASCII
+// letters and digits joined by one '.', '_' or '-', at most 76 bytes.
+func TestIsNamespace(t *testing.T) {
+	cases := []struct {
+		s    string
+		want bool
+	}{
+		{"tinkerbell", true},
+		{"k8s.io", true},
+		{"azAZ09", true},
+		{"a.b_c-d", true},
+		{"Z", true},
+		{"9", true},
+		{strings.Repeat("n", 76), true},
+		{strings.Repeat("n", 77), false},
+		{"", false},
+		{"a..b", false},
+		{"a.-b", false},
+		{".a", false},
+		{"a-", false},
+		{"a/b", false},
+		{"a b", false},
+		{"é", false},
+		// the bytes beside each range: '`' '{' '@' '[' '/' ':'
+		{"`", false}, {"{", false}, {"@", false}, {"[", false}, {"/", false}, {":", false},
+		{"a`", false}, {"a{", false}, {"a@", false}, {"a[", false}, {"a/", false}, {"a:", false},
+	}
+	for _, tc := range cases {
+		if got := isNamespace(tc.s); got != tc.want {
+			t.Errorf("isNamespace(%q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
 }

@@ -116,6 +116,16 @@ var candidateCases = []struct {
 	want []Candidate
 }{
 	{
+		name: "a cgroup path without its leading slash: every part is read",
+		src:  Sources{Cgroup: "0::docker-" + own + ".scope\n"},
+		want: []Candidate{{own, Cgroup}},
+	},
+	{
+		name: "a mountinfo line cut after the mount point",
+		src:  Sources{Mountinfo: fill("612 590 254:1 /var/lib/docker/containers/{own}/hostname /etc/hostname\n")},
+		want: []Candidate{{own, Mountinfo}},
+	},
+	{
 		name: "default bridge, cgroup v1",
 		src:  Sources{Cgroup: dockerV1Cgroup, Mountinfo: dockerV1Mountinfo(own), Hostname: own[:12] + "\n"},
 		want: []Candidate{{own, Cgroup}, {own[:12], Hostname}},

@@ -35,6 +35,10 @@ func TestIDFor(t *testing.T) {
 		{"__--..", "waitdaemon-0123abcd"},
 		{"a..b", "a.b-0123abcd"},
 		{long, long[len(long)-(maxID-9):] + "-0123abcd"},
+		// Each end of the letters and digits, and the bytes beside them.
+		{"azAZ09", "azAZ09-0123abcd"},
+		{"a`b{c@d[e/f:g", "a-b-c-d-e-f-g-0123abcd"},
+		{"éz", "z-0123abcd"},
 	}
 	valid := func(id string) bool {
 		if len(id) > maxID || id == "" {
@@ -311,6 +315,10 @@ func TestReach(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "- /run/containerd/containerd.sock:/run/containerd/containerd.sock") {
 		t.Errorf("Reach() without a socket: %v, want how to mount it", err)
 	}
+	// The cause is the system's word alone, not the chain of dials.
+	if want := "cannot reach containerd on " + e.C.SocketPath() + " (no such file or directory)"; err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("Reach() without a socket: %v, want it to start %q", err, want)
+	}
 }
 
 // TestEnginePullProgress replays containerdapi's recording of a pull
@@ -504,5 +512,21 @@ func TestEnginePlanFallback(t *testing.T) {
 				t.Errorf("args (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestString: the engine names its socket and namespace, the default one
+// when none is set.
+func TestString(t *testing.T) {
+	cases := []struct {
+		socket, namespace, want string
+	}{
+		{"/run/k3s/containerd/containerd.sock", "k8s.io", "containerd on /run/k3s/containerd/containerd.sock (namespace k8s.io)"},
+		{"/run/c.sock", "", "containerd on /run/c.sock (namespace " + containerdapi.DefaultNamespace + ")"},
+	}
+	for _, tc := range cases {
+		if got := New(&containerdapi.Client{Socket: tc.socket, Namespace: tc.namespace}).String(); got != tc.want {
+			t.Errorf("String() = %q, want %q", got, tc.want)
+		}
 	}
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // TestPull checks that a pull's progress is the bytes done out of the
-// total over all layers, and that the credential goes to the engine in
+// total over all layers (a message without a total leaves a layer's as it
+// was), and that the credential goes to the engine in
 // its header (Docker Hub's under its historical address), or none at all.
 func TestPull(t *testing.T) {
 	cases := []struct {
@@ -48,6 +49,8 @@ func TestPull(t *testing.T) {
 					line("a", i*10, 500)
 				}
 				line("b", 100, 1000)
+				// A layer's last word has no total: its progress stands.
+				fmt.Fprintln(w, `{"status":"Pull complete","id":"a","progressDetail":{}}`)
 				fmt.Fprintln(w, `{"status":"Status: Downloaded newer image for x:1"}`)
 			}))
 			ref, _ := imageref.Parse(tc.ref)
@@ -57,8 +60,8 @@ func TestPull(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(seen) != 52 || seen[49] != [2]int64{500, 500} || seen[50] != [2]int64{600, 1500} || seen[51] != [2]int64{600, 1500} {
-				t.Errorf("progress = %v…%v (%d calls), want 52 calls, ending 500/500, 600/1500, 600/1500", seen[:min(3, len(seen))], seen[max(0, len(seen)-3):], len(seen))
+			if len(seen) != 53 || seen[49] != [2]int64{500, 500} || seen[50] != [2]int64{600, 1500} || seen[51] != [2]int64{600, 1500} || seen[52] != [2]int64{600, 1500} {
+				t.Errorf("progress = %v…%v (%d calls), want 53 calls, ending 500/500, 600/1500, 600/1500, 600/1500", seen[:min(3, len(seen))], seen[max(0, len(seen)-4):], len(seen))
 			}
 			mu.Lock()
 			defer mu.Unlock()

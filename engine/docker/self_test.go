@@ -54,11 +54,12 @@ func TestSelfConfirms(t *testing.T) {
 		running   []string // IDs that run; the others are not there
 		want      string   // the ID taken; "" for the InputError
 		wantBy    string
-		wantStats bool // whether the token was looked for
+		wantStats bool   // whether the token was looked for
+		wantErr   string // in the InputError, besides WAITDAEMON_CONTAINER
 	}{
 		{name: "the second candidate has the token", running: []string{otherID, actionID}, want: actionID, wantBy: "mountinfo", wantStats: true},
-		{name: "no candidate has it", running: []string{otherID}, wantStats: true},
-		{name: "read-only root, two candidates run", readOnly: true, running: []string{otherID, actionID}},
+		{name: "no candidate has it", running: []string{otherID}, wantStats: true, wantErr: "(another container)"},
+		{name: "read-only root, two candidates run", readOnly: true, running: []string{otherID, actionID}, wantErr: "2 run, and none could be confirmed as this one"},
 		{name: "read-only root, one runs", readOnly: true, running: []string{actionID}, want: actionID, wantBy: "mountinfo"},
 		{name: "the override, as given", override: otherID, running: []string{otherID, actionID}, want: otherID, wantBy: "override"},
 	}
@@ -99,8 +100,8 @@ func TestSelfConfirms(t *testing.T) {
 			s, err := e.Self(context.Background(), tc.override)
 			var input engine.InputError
 			switch {
-			case tc.want == "" && (!errors.As(err, &input) || !strings.Contains(err.Error(), "WAITDAEMON_CONTAINER")):
-				t.Errorf("Self() = %s (%s), %v; want the InputError that says to set WAITDAEMON_CONTAINER", s.ID, s.FoundBy, err)
+			case tc.want == "" && (!errors.As(err, &input) || !strings.Contains(err.Error(), "WAITDAEMON_CONTAINER") || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("Self() = %s (%s), %v; want the InputError that says to set WAITDAEMON_CONTAINER, and %q", s.ID, s.FoundBy, err, tc.wantErr)
 			case tc.want != "" && (err != nil || s.ID != tc.want || s.FoundBy != tc.wantBy):
 				t.Errorf("Self() = %s (%s), %v; want %s (%s)", s.ID, s.FoundBy, err, tc.want, tc.wantBy)
 			}

@@ -3,6 +3,7 @@ package docker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -134,5 +135,57 @@ func TestUnreadable(t *testing.T) {
 		if _, got := unreadable(tc.err); got != tc.want {
 			t.Errorf("unreadable(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// failingWriter refuses every write.
+type failingWriter struct{}
+
+var errClosedPipe = errors.New("write: broken pipe")
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errClosedPipe }
+
+// TestOutputWriteFails: a line told that cannot be passed on ends Output
+// with the writer's error.
+func TestOutputWriteFails(t *testing.T) {
+	logs, found, _ := logNone(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/_ping", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Api-Version", "1.41") })
+	mux.HandleFunc("/v1.41/containers/waiter/logs", func(w http.ResponseWriter, r *http.Request) { answer(w, logs) })
+	mux.HandleFunc("/v1.41/containers/waiter/json", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"Id":"waiter","State":{"Running":true,"Status":"running"}}`)
+	})
+	mux.HandleFunc("/v1.41/containers/waiter/archive", func(w http.ResponseWriter, r *http.Request) { answer(w, found) })
+	e := &Engine{C: &dockerapi.Client{Socket: rr.Serve(t, mux)}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Output(ctx, "waiter", failingWriter{}); !errors.Is(err, errClosedPipe) {
+		t.Errorf("Output() = %v, want the writer's error", err)
+	}
+}
+
+// TestFollowNoTail: a run followed with no tail asked for reads no log.
+func TestFollowNoTail(t *testing.T) {
+	sent := time.Now()
+	var mu sync.Mutex
+	logReads := 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("/_ping", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Api-Version", "1.41") })
+	mux.HandleFunc("/v1.41/containers/u/wait", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"StatusCode":0}`) })
+	mux.HandleFunc("/v1.41/containers/u/json", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"Id":"u","Path":"true","Config":{"Image":"x:1"},"State":{"StartedAt":%q}}`, sent.Add(10*time.Millisecond).Format(time.RFC3339Nano))
+	})
+	mux.HandleFunc("/v1.41/containers/u/logs", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		logReads++
+		mu.Unlock()
+		fmt.Fprint(w, "")
+	})
+	e := &Engine{C: &dockerapi.Client{Socket: rr.Serve(t, mux)}}
+	run, err := e.Follow(context.Background(), "u", sent, 0, "")
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil || run.Output == nil || len(run.Output) != 0 || logReads != 0 {
+		t.Errorf("Follow() = output %#v, %v after %d log reads; want an empty tail, no log read", run.Output, err, logReads)
 	}
 }

@@ -223,3 +223,84 @@ func TestWaiterResultMount(t *testing.T) {
 		t.Errorf("create body %s; want the bind mount", body)
 	}
 }
+
+// TestWaitActionRefused: a wait the engine refuses (it answered, and
+// cannot wait) is asked again while the action still runs, a second
+// later; once it does not run, the exit counts from now, its code unknown.
+func TestWaitActionRefused(t *testing.T) {
+	cases := []struct {
+		name       string
+		runningFor int // inspects that show it running
+		wantWaits  int
+		wantKnown  bool
+	}{
+		{name: "the action runs on: asked again", runningFor: 1, wantWaits: 2, wantKnown: true},
+		{name: "the action stopped", runningFor: 0, wantWaits: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			waits, inspects := 0, 0
+			mux := http.NewServeMux()
+			mux.HandleFunc("/_ping", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Api-Version", "1.41") })
+			mux.HandleFunc("/v1.41/containers/act/wait", func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				if waits++; waits == 1 {
+					w.WriteHeader(http.StatusBadRequest)
+					fmt.Fprint(w, `{"message":"cannot wait on this container"}`)
+					return
+				}
+				fmt.Fprint(w, `{"StatusCode":5}`)
+			})
+			mux.HandleFunc("/v1.41/containers/act/json", func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				inspects++
+				fmt.Fprintf(w, `{"Id":"act","State":{"Running":%v,"ExitCode":5}}`, inspects <= tc.runningFor)
+			})
+			e := &Engine{C: &dockerapi.Client{Socket: rr.Serve(t, mux)}}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			began := time.Now()
+			exit, err := e.waitAction(ctx, "act")
+			if err != nil || exit.Known != tc.wantKnown || tc.wantKnown && exit.Code != 5 || exit.At.Before(began) {
+				t.Errorf("waitAction() = %+v, %v; want known %v (code 5), at or after %v", exit, err, tc.wantKnown, began)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if waits != tc.wantWaits {
+				t.Errorf("asked to wait %d times, want %d", waits, tc.wantWaits)
+			}
+			if took := time.Since(began); tc.wantWaits > 1 && took < time.Second {
+				t.Errorf("asked again after %v, want a second", took)
+			}
+		})
+	}
+}
+
+// TestFinishedAt: the engine's FinishedAt counts when it is a time, not
+// Docker's zero time for a container that never stopped, and not after
+// now.
+func TestFinishedAt(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
+	cases := []struct {
+		finished string
+		want     bool
+	}{
+		{"2026-01-01T00:00:09.5Z", true},
+		{"0001-01-01T00:00:00Z", false},
+		{"0002-01-01T00:00:00Z", true},
+		{"2026-01-01T00:00:10Z", false},
+		{"2026-01-01T00:00:11Z", false},
+		{"", false},
+		{"yesterday", false},
+	}
+	for _, tc := range cases {
+		ctr := dockerapi.Container{}
+		ctr.State.FinishedAt = tc.finished
+		if got, ok := finishedAt(ctr, now); ok != tc.want || ok && got.Format(time.RFC3339Nano) != tc.finished {
+			t.Errorf("finishedAt(%q) = %v, %v; want %v", tc.finished, got, ok, tc.want)
+		}
+	}
+}

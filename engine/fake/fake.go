@@ -217,8 +217,11 @@ func (e *Engine) Keep(_ context.Context, c engine.Container, name string) (strin
 	return name, nil
 }
 
-func (e *Engine) Remove(_ context.Context, id string) error {
+func (e *Engine) Remove(ctx context.Context, id string) error {
 	err, do := e.call("Remove", e.nameOf(id))
+	if err == nil && ctx.Err() != nil { // as a request on an ended context
+		return ctx.Err()
+	}
 	if do {
 		e.mu.Lock()
 		if c := e.find(id); c != nil {

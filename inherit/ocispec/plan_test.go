@@ -602,6 +602,8 @@ func TestPlanMaskWithheld(t *testing.T) {
 			[]Mount{bind("/root", "/root")}},
 		{"a tmpfs at the parent holds nothing of the host's", []string{docker}, []Mount{{Destination: "/root", Type: "tmpfs", Source: "tmpfs"}},
 			[]Mount{{Destination: "/root", Type: "tmpfs", Source: "tmpfs"}}},
+		{"the same path withheld twice, spelled two ways: one mask", []string{docker, docker + "/"}, []Mount{bind("/root", "/root")},
+			[]Mount{bind("/root", "/root"), mask(docker)}},
 		{"one withheld path below another: the upper one is hidden", []string{docker, docker + "/config.json"}, []Mount{bind("/root", "/root")},
 			[]Mount{bind("/root", "/root"), mask(docker)}},
 	}

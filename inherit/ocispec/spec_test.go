@@ -75,6 +75,11 @@ func TestSpecRest(t *testing.T) {
 			want: `{"ociVersion":"1.0.0","process":{"args":["a"],"user":{"uid":3,"gid":0},"cwd":""},"mounts":[{"destination":"/x"}]}`,
 		},
 		{
+			name: "a section of unknown members alone, and one after a known member",
+			in:   `{"linux":{"resources":{"cpu":{}},"devices":[]},"root":{"path":"/r","future":1}}`,
+			want: `{"ociVersion":"","linux":{"devices":[],"resources":{"cpu":{}}},"root":{"path":"/r","future":1}}`,
+		},
+		{
 			name: "empty",
 			in:   `{}`,
 			want: `{"ociVersion":""}`,
