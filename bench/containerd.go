@@ -90,6 +90,28 @@ func runContainerd(runs int, image, probe, socket, namespace string) (err error)
 	fmt.Printf("| phase 1 / bare create+start | %.2f× | | |\n", float64(pm)/float64(bm))
 	fmt.Printf("| waiter peak memory (VmHWM) while waiting | %.2f MB | | ≤ 5 MB |\n", float64(hwm.hwm)/1e6)
 	fmt.Printf("| of which, while waiting: its own (RssAnon) / the mapped binary (RssFile) | %.2f MB / %.2f MB | | |\n", float64(hwm.anon)/1e6, float64(hwm.file)/1e6)
+	return b.timeline(ctx, "Phase 1 on containerd "+v.Version, 5)
+}
+
+// timeline runs actions whose socket is a callProxy's, and prints the
+// calls of the one whose phase 1 took the median time.
+func (b *cdBench) timeline(ctx context.Context, title string, runs int) error {
+	var all []phase1Run
+	for i := range runs {
+		p, err := newCallProxy(b.c.SocketPath(), true)
+		if err != nil {
+			return err
+		}
+		r, err := b.run(ctx, fmt.Sprintf("bench-tl-%d", i), p.sock)
+		calls := p.noted()
+		p.close()
+		if err != nil {
+			return fmt.Errorf("the timeline's run %d: %w", i, err)
+		}
+		all = append(all, phase1Run{began: r.began, exited: r.exited, calls: calls})
+	}
+	m := medianRun(all)
+	printTimeline(title, m.began, m.exited, m.calls)
 	return nil
 }
 
@@ -135,49 +157,62 @@ func (b *cdBench) bareStart(ctx context.Context, i int) (time.Duration, error) {
 // exited_at; and from the agent's Tasks/Start sent to exited_at. It then
 // waits for the waiter to stop, which the next phase 1 removes.
 func (b *cdBench) phase1(ctx context.Context, i int) (byEngine, byAgent time.Duration, err error) {
-	a := b.action(fmt.Sprintf("bench-%d", i), []string{"reboot"}, "IMAGE="+b.probe, "WAIT_SECONDS=0")
+	r, err := b.run(ctx, fmt.Sprintf("bench-%d", i), b.c.SocketPath())
+	return r.exited.Sub(r.began), r.exited.Sub(r.sent), err
+}
+
+// cdRun is one action's run: containerd's times of its start and exit,
+// and when the agent's Tasks/Start was sent.
+type cdRun struct{ began, exited, sent time.Time }
+
+// run runs one action as the agent does, with socket bound as the
+// engine's, and waits for its waiter to stop.
+func (b *cdBench) run(ctx context.Context, name, socket string) (cdRun, error) {
+	var r cdRun
+	a := b.action(name, []string{"reboot"}, "IMAGE="+b.probe, "WAIT_SECONDS=0")
+	a.Volumes = [][2]string{{socket, containerdapi.DefaultSocket}}
 	if err := tinkagent.Create(ctx, b.c, a); err != nil {
-		return 0, 0, err
+		return r, err
 	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	sub, err := b.c.Subscribe(sctx, `topic=="/tasks/start"`)
 	if err != nil {
-		return 0, 0, err
+		return r, err
 	}
 	defer sub.Close()
 	waited := make(chan error, 1)
 	var exit containerdapi.Exit
 	go func() { var err error; exit, err = b.c.TaskWait(ctx, a.ID); waited <- err }()
 	time.Sleep(50 * time.Millisecond) // the wait is in place
-	sent := time.Now()
+	r.sent = time.Now()
 	if _, err := b.c.TaskStart(ctx, a.ID); err != nil {
-		return 0, 0, fmt.Errorf("starting action %s: %w", a.Name, err)
+		return r, fmt.Errorf("starting action %s: %w", a.Name, err)
 	}
-	var startedAt time.Time
-	for startedAt.IsZero() {
+	for r.began.IsZero() {
 		ev, err := sub.Next()
 		if err != nil {
-			return 0, 0, fmt.Errorf("waiting for the start of action %s: %w", a.Name, err)
+			return r, fmt.Errorf("waiting for the start of action %s: %w", a.Name, err)
 		}
 		if eventContainer(ev.Event.Value) == a.ID {
-			startedAt = ev.Timestamp
+			r.began = ev.Timestamp
 		}
 	}
 	if err := <-waited; err != nil {
-		return 0, 0, fmt.Errorf("waiting for action %s: %w", a.Name, err)
+		return r, fmt.Errorf("waiting for action %s: %w", a.Name, err)
 	}
 	if exit.Status != 0 {
 		out, _ := os.ReadFile(a.Log)
-		return 0, 0, fmt.Errorf("action %s exited %d:\n%s", a.Name, exit.Status, out)
+		return r, fmt.Errorf("action %s exited %d:\n%s", a.Name, exit.Status, out)
 	}
 	if err := tinkagent.Delete(ctx, b.c, a); err != nil {
-		return 0, 0, err
+		return r, err
 	}
 	if _, err := b.waiter(ctx, a.ID, true); err != nil {
-		return 0, 0, err
+		return r, err
 	}
-	return exit.ExitedAt.Sub(startedAt), exit.ExitedAt.Sub(sent), nil
+	r.exited = exit.ExitedAt
+	return r, nil
 }
 
 // eventContainer is the container_id (field 1) of a task event.

@@ -145,6 +145,13 @@ func run(runs int, image, probe, svgPath, socket string) error {
 	fmt.Printf("| engine's own start of the user container (StartedAt − start sent) | %.1f ms | worst %.1f ms | |\n", ms(em), ms(worst(engineStart)))
 	fmt.Printf("| HTTP round trips, phase 1 (from the trace) | %d | | |\n", traced.trips1)
 	fmt.Printf("| HTTP round trips, phase 2 (from the trace) | %d | | |\n", traced.trips2)
+	name := "Phase 1 on " + v.Version
+	if podman {
+		name = "Phase 1 on Podman " + v.Version
+	}
+	if err := dockerTimeline(ctx, c, image, probe, name, 5); err != nil {
+		return err
+	}
 	if *svgOut != "" {
 		fmt.Printf("\nTimeline of one run (WAIT_SECONDS=1): %s\n", *svgOut)
 	}
@@ -219,12 +226,18 @@ func action(ctx context.Context, c *dockerapi.Client, image, probe, name string)
 }
 
 func startAction(ctx context.Context, c *dockerapi.Client, image, probe, name, wait string, env ...string) (string, error) {
+	return startActionOn(ctx, c, c.SocketPath(), image, probe, name, wait, env...)
+}
+
+// startActionOn starts an action whose engine socket is socket, a proxy's
+// or the engine's own.
+func startActionOn(ctx context.Context, c *dockerapi.Client, socket, image, probe, name, wait string, env ...string) (string, error) {
 	created, err := c.ContainerCreate(ctx, "action_"+name, dockerapi.CreateRequest{
 		Config: dockerapi.Config{
 			Image: image, Cmd: []string{"reboot"}, Tty: true, AttachStdout: true, AttachStderr: true,
 			Env: append([]string{"IMAGE=" + probe, "WAIT_SECONDS=" + wait}, env...),
 		},
-		HostConfig: dockerapi.HostConfig{Binds: []string{c.SocketPath() + ":/var/run/docker.sock"}, PidMode: "host"},
+		HostConfig: dockerapi.HostConfig{Binds: []string{socket + ":/var/run/docker.sock"}, PidMode: "host"},
 	})
 	if err != nil {
 		return "", err

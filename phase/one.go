@@ -40,8 +40,8 @@ type containerRef struct {
 
 // One is phase 1, run as the action container: validate the inputs,
 // reach the engine, find ourselves, clear an earlier run's leftovers,
-// then create the waiter and, while it starts, the user container (and
-// the fallback), pulling their images if needed; confirm the result file,
+// then create and start the waiter while the user container (and the
+// fallback) is created, pulling their images if needed; confirm the result file,
 // and log the hand-off. After a failure it removes what it made.
 func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err error) {
 	began := time.Now()
@@ -72,17 +72,13 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 			h.undo(eng, o.Stderr)
 		}
 	}()
-	// The waiter's start is the slowest step; it needs only the names of
-	// what it will start, so the user container is made while it starts.
-	// The waiter's create goes first, alone: two creates at once slow
-	// each other, and this one is on the way to the start.
-	if h.Waiter.ID, err = eng.Create(ctx, h.Waiter); err != nil {
-		return missingResultDir(err, s.ResultFile)
-	}
-	started := make(chan error, 1)
-	go func() { started <- eng.Start(ctx, h.Waiter.ID) }()
+	// The waiter needs only the names of what it will start, so it is
+	// made and started while the user container is made: the two are the
+	// slowest steps (on containerd each create is a runtime's create).
+	waiter := make(chan error, 1)
+	go func() { waiter <- h.createWaiter(ctx, eng, s.ResultFile) }()
 	err = h.createUser(ctx, eng, s, self, o.Stdout)
-	if err = errors.Join(err, <-started); err != nil {
+	if err = errors.Join(<-waiter, err); err != nil {
 		return err
 	}
 	if s.ResultFile != "" {
@@ -267,6 +263,14 @@ func (h *Handoff) createUser(ctx context.Context, eng engine.Engine, s Settings,
 		spec.ID = id
 	}
 	return nil
+}
+
+// createWaiter creates the waiter and starts it.
+func (h *Handoff) createWaiter(ctx context.Context, eng engine.Engine, resultFile string) (err error) {
+	if h.Waiter.ID, err = eng.Create(ctx, h.Waiter); err != nil {
+		return missingResultDir(err, resultFile)
+	}
+	return eng.Start(ctx, h.Waiter.ID)
 }
 
 // confirmResultFile waits for the waiter to say whether it can write the

@@ -38,12 +38,28 @@ func phaseOne(t *testing.T, eng engine.Engine, env ...string) (stdout, stderr st
 	return o.String(), e.String(), err
 }
 
+// TestOneOverlap: the waiter is created and started while the user
+// container is created, neither waiting for the other.
+func TestOneOverlap(t *testing.T) {
+	for _, after := range []map[string]string{
+		{"Create act-waitdaemon-waiter": "Create act-waitdaemon-user"},
+		{"Start act-waitdaemon-waiter": "Create act-waitdaemon-user"},
+		{"Create act-waitdaemon-user": "Start act-waitdaemon-waiter"},
+	} {
+		eng := newFake()
+		eng.After = after
+		if _, _, err := phaseOne(t, eng, "IMAGE=reboot:1"); err != nil {
+			t.Errorf("with %v: %v", after, err)
+		}
+	}
+}
+
 // index is where call is in calls; -1 if absent.
 func index(calls []string, call string) int { return slices.Index(calls, call) }
 
 // TestOneOrder: phase 1 validates before it reaches the engine, finds
-// itself, clears leftovers, creates the waiter first and alone, starts it,
-// makes the user container meanwhile, and logs the hand-off.
+// itself, clears leftovers, creates and starts the waiter, makes the user
+// container meanwhile, and logs the hand-off.
 func TestOneOrder(t *testing.T) {
 	eng := newFake()
 	out, _, err := phaseOne(t, eng, "IMAGE=reboot:1", "WAIT_SECONDS=5")
@@ -56,7 +72,7 @@ func TestOneOrder(t *testing.T) {
 		{"Self", "List org.waitdaemon.action=act"},
 		{"List org.waitdaemon.action=act", "Create act-waitdaemon-waiter"},
 		{"Create act-waitdaemon-waiter", "Start act-waitdaemon-waiter"},
-		{"Create act-waitdaemon-waiter", "HasImage reboot:1"},
+		{"List org.waitdaemon.action=act", "HasImage reboot:1"},
 		{"HasImage reboot:1", "Create act-waitdaemon-user"},
 	} {
 		a, b := index(calls, pair[0]), index(calls, pair[1])

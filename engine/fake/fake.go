@@ -46,6 +46,10 @@ type Engine struct {
 	// Block makes ActionExited (key "ActionExited") or Follow (key
 	// "Follow <name>") wait until ctx ends.
 	Block map[string]bool
+	// After makes a call wait, before it does anything, until another
+	// call has been made (key and value as Calls records them): it shows
+	// that two calls overlap. One still waiting after a second fails.
+	After map[string]string
 
 	mu         sync.Mutex
 	calls      []string
@@ -127,17 +131,31 @@ func (e *Engine) AddRunning(name string, labels map[string]string) string {
 // call records a call and returns the error the test asked for, and
 // whether the work is still to be done.
 func (e *Engine) call(method, subject string) (err error, lost bool) {
+	key := strings.TrimSpace(method + " " + subject)
+	if err := e.waitFor(e.After[key]); err != nil {
+		return fmt.Errorf("%s: %w", key, err), false
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.containers == nil {
 		e.containers = map[string]*container{}
 	}
-	key := strings.TrimSpace(method + " " + subject)
 	e.calls = append(e.calls, key)
 	if err := e.Fail[key]; err != nil {
 		return err, false
 	}
 	return e.Lost[key], true
+}
+
+// waitFor waits until call has been made, for a second at most.
+func (e *Engine) waitFor(call string) error {
+	for range 1000 {
+		if call == "" || slices.Contains(e.Calls(), call) {
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return fmt.Errorf("waited a second for %q, which never came", call)
 }
 
 func (e *Engine) newID() string {
