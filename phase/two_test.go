@@ -18,6 +18,10 @@ import (
 	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
 
+// The backoff the waiter uses, kept before init shortens it for the
+// other tests (package variables are set before any init runs).
+var shippedRetryBase, shippedRetryCap = retryBase, retryCap
+
 func init() {
 	// Re-runs in these tests follow each other at once.
 	retryBase, retryCap = time.Millisecond, time.Millisecond
@@ -507,10 +511,10 @@ func TestTwoSweepFailsQuietly(t *testing.T) {
 
 // TestRetryDelay: the pause before each re-run of a failed user container
 // starts at 2 s, doubles, and stops growing at 30 s, up to the most runs
-// the settings allow.
+// the settings allow (README, Settings: WAITDAEMON_RETRIES).
 func TestRetryDelay(t *testing.T) {
 	base, limit := retryBase, retryCap
-	retryBase, retryCap = 2*time.Second, 30*time.Second
+	retryBase, retryCap = shippedRetryBase, shippedRetryCap
 	t.Cleanup(func() { retryBase, retryCap = base, limit })
 	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second}
 	for n := 7; n <= MaxRetries+1; n++ {
