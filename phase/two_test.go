@@ -106,6 +106,33 @@ func TestTwo(t *testing.T) {
 			if !slices.Equal(codes, tc.wantAttempts) || res.ExitCode != tc.wantExit || res.Action != "act" {
 				t.Errorf("result = exit %d, attempts %v, action %q; want %d, %v, act", res.ExitCode, codes, res.Action, tc.wantExit, tc.wantAttempts)
 			}
+			// The result names the image and command that ran, and each run
+			// its start and end; each run also has a line of its own.
+			if res.Image != "image-of-act-waitdaemon-user" || !slices.Equal(res.Command, []string{"run", "act-waitdaemon-user"}) {
+				t.Errorf("result's image %q, command %q; want the user container's", res.Image, res.Command)
+			}
+			var exited []int
+			for _, l := range strings.Split(out.String(), "\n") {
+				var line struct {
+					Msg string
+					attempt
+				}
+				if json.Unmarshal([]byte(l), &line) == nil && line.Msg == "user container exited" {
+					exited = append(exited, line.ExitCode)
+				}
+			}
+			if !slices.Equal(exited, tc.wantAttempts) {
+				t.Errorf("user container exited lines with codes %v, want %v:\n%s", exited, tc.wantAttempts, out.String())
+			}
+			runs := slices.Clone(res.Attempts)
+			if res.Fallback != nil {
+				runs = append(runs, *res.Fallback)
+			}
+			for _, a := range runs {
+				if a.StartedAt == "" || a.FinishedAt == "" {
+					t.Errorf("run %+v lacks its start or end", a)
+				}
+			}
 			switch {
 			case tc.wantFallback == nil && res.Fallback != nil:
 				t.Errorf("the fallback ran: %+v", res.Fallback)
