@@ -82,6 +82,34 @@ func TestOneOrder(t *testing.T) {
 	}
 }
 
+// TestOneCreatesUnstarted: phase 1 creates the user container and, with
+// WAITDAEMON_FALLBACK_COMMAND, the fallback, and starts neither; each
+// container it makes is named after the action and labelled with its
+// role, the action and the action's ID (README, How it works).
+func TestOneCreatesUnstarted(t *testing.T) {
+	eng := newFake()
+	if _, _, err := phaseOne(t, eng, "IMAGE=reboot:1", `WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`); err != nil {
+		t.Fatal(err)
+	}
+	made, err := eng.List(t.Context(), LabelActionID, actionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range made {
+		got = append(got, fmt.Sprintf("%s role=%s action=%s ran=%v", c.Name, c.Labels[LabelRole], c.Labels[LabelAction], c.Ran))
+	}
+	slices.Sort(got)
+	want := []string{
+		"act-waitdaemon-fallback role=fallback action=act ran=false",
+		"act-waitdaemon-user role=user action=act ran=false",
+		"act-waitdaemon-waiter role=waiter action=act ran=true",
+	}
+	if diff := linediff.Lines(want, got); diff != "" {
+		t.Errorf("what phase 1 made (-want +got):\n%s\ncalls:\n%s", diff, strings.Join(eng.Calls(), "\n"))
+	}
+}
+
 // TestOneWaiterArgs: what phase 1 tells the waiter parses back, through
 // the waiter command's own parser, into what phase 1 meant; the waiter is
 // labelled and bound as asked.
