@@ -352,8 +352,11 @@ func TestOneDryRun(t *testing.T) {
 			t.Errorf("the dry run called %s", c)
 		}
 	}
+	// The whole plan: what was found and how, the pull decision, every
+	// create body and the wait (README, Settings: WAITDAEMON_DRY_RUN).
 	var plan Handoff
-	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan.User.Create == nil || plan.Waiter.Create == nil || len(plan.Pull) != 1 {
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan.User.Create == nil || plan.Waiter.Create == nil || len(plan.Pull) != 1 ||
+		plan.Pull[0].Decision != decisionPresent || plan.Action.ID != actionID || plan.FoundBy != "cgroup" || plan.Wait != 10 {
 		t.Errorf("plan = %s (%v)", out, err)
 	}
 	if strings.Contains(out, "s3cret-pw") || !strings.Contains(out, `"auth": "bob@docker.io"`) {
