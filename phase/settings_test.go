@@ -168,14 +168,17 @@ func TestValidateReadsRegistryConfig(t *testing.T) {
 		config  string // config.json; "dir" makes it a directory
 		env     []string
 		wantErr string // "" for none
+		// input: the error is bad input, exit 2 (README, Exit codes: a
+		// malformed config.json).
+		input bool
 	}{
 		{name: "a good one", config: `{"auths":{}}`},
-		{name: "malformed", config: `{"auths":`, wantErr: "config.json: expected a Docker config.json"},
+		{name: "malformed", config: `{"auths":`, wantErr: "config.json: expected a Docker config.json", input: true},
 		{name: "a directory", config: "dir", wantErr: "reading registry credentials"},
 		{
 			name: "malformed, read for the fallback's image alone", config: `{"auths":`, // IMAGE's registry has its pair
 			env:     []string{"WAITDAEMON_REGISTRY_USERNAME=u", "WAITDAEMON_REGISTRY_PASSWORD=p", `WAITDAEMON_FALLBACK_COMMAND=["x"]`, "WAITDAEMON_FALLBACK_IMAGE=other.example/x:1"},
-			wantErr: "config.json: expected a Docker config.json",
+			wantErr: "config.json: expected a Docker config.json", input: true,
 		},
 		{
 			name: "malformed, never read", config: `{"auths":`,
@@ -198,6 +201,9 @@ func TestValidateReadsRegistryConfig(t *testing.T) {
 			_, err = ReadInputs(append([]string{"IMAGE=reboot:1", "DOCKER_CONFIG=" + dir}, tc.env...)).Validate()
 			if got := fmt.Sprint(err); (tc.wantErr == "") != (err == nil) || !strings.Contains(got, tc.wantErr) || err != nil && !strings.Contains(got, file) {
 				t.Errorf("Validate: %v, want %q naming %s", err, tc.wantErr, file)
+			}
+			if (exitCode(err) == engine.ExitInput) != tc.input {
+				t.Errorf("Validate: %v exits %d; bad input: %v", err, exitCode(err), tc.input)
 			}
 		})
 	}
