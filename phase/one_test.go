@@ -159,7 +159,8 @@ func TestOneWaiterArgs(t *testing.T) {
 }
 
 // parseWaiter parses a waiter's command line as the waiter command does
-// (main's waiterCmd embeds WaiterArgs).
+// (main's waiterCmd embeds WaiterArgs; main's TestWaiterCommandLine
+// parses phase 1's through the binary's own command line).
 func parseWaiter(t *testing.T, args []string) WaiterArgs {
 	t.Helper()
 	var cli struct {
