@@ -579,6 +579,24 @@ func TestPlanPodmanEnv(t *testing.T) {
 	}
 }
 
+// TestPlanEnvControl: no WAITDAEMON_ variable reaches the user container,
+// nor IMAGE and WAIT_SECONDS unless their alias is set; DOCKER_HOST and
+// DOCKER_CONFIG do (README, Settings).
+func TestPlanEnvControl(t *testing.T) {
+	cases := []struct {
+		env, want []string
+	}{
+		{[]string{"IMAGE=a", "WAIT_SECONDS=3", "WAITDAEMON_RETRIES=1", "WAITDAEMON_VERBOSE=1", "DOCKER_HOST=unix:///x.sock", "DOCKER_CONFIG=/cfg", "A=1"},
+			[]string{"DOCKER_HOST=unix:///x.sock", "DOCKER_CONFIG=/cfg", "A=1"}},
+		{[]string{"WAITDAEMON_IMAGE=a", "IMAGE=mine", "WAITDAEMON_WAIT_SECONDS=3", "WAIT_SECONDS=also"}, []string{"IMAGE=mine", "WAIT_SECONDS=also"}},
+		{[]string{"WAITDAEMON_IMAGE=a", "IMAGE=mine", "WAIT_SECONDS=3"}, []string{"IMAGE=mine"}},
+	}
+	for _, tc := range cases {
+		c := dockerapi.Container{Config: dockerapi.Config{Env: tc.env}}
+		is(t, fmt.Sprintf("Env from %q", tc.env), Plan(Input{Container: c}).Create.Env, tc.want)
+	}
+}
+
 func TestControl(t *testing.T) {
 	cases := []struct {
 		env         []string
