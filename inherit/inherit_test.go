@@ -579,6 +579,24 @@ func TestPlanPodmanEnv(t *testing.T) {
 	}
 }
 
+// TestPlanLeavesEngineMade: the engine-made hostname, the MAC address,
+// Compose's labels, a restart policy and auto-remove are not copied
+// (README, How it works: the user container).
+func TestPlanLeavesEngineMade(t *testing.T) {
+	c := dockerapi.Container{
+		ID: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		Config: dockerapi.Config{Hostname: "0123456789ab", MacAddress: "02:42:ac:11:00:02",
+			Labels: map[string]string{"com.docker.compose.project": "tink", "site": "lab"}},
+		HostConfig: dockerapi.HostConfig{AutoRemove: true, RestartPolicy: &dockerapi.RestartPolicy{Name: "always"}},
+	}
+	out := Plan(Input{Container: c}).Create
+	is(t, "Hostname", out.Config.Hostname, "")
+	is(t, "MacAddress", out.Config.MacAddress, "")
+	is(t, "Labels", out.Config.Labels, map[string]string{"site": "lab"})
+	is(t, "AutoRemove", out.HostConfig.AutoRemove, false)
+	is(t, "RestartPolicy", out.HostConfig.RestartPolicy, (*dockerapi.RestartPolicy)(nil))
+}
+
 // TestPlanEnvControl: no WAITDAEMON_ variable reaches the user container,
 // nor IMAGE and WAIT_SECONDS unless their alias is set; DOCKER_HOST and
 // DOCKER_CONFIG do (README, Settings).
