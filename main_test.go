@@ -83,6 +83,7 @@ func TestCLIWithoutEngine(t *testing.T) {
 		{name: "result file on /", args: []string{"action", "--", "reboot"}, env: map[string]string{"IMAGE": "alpine", "WAITDAEMON_RESULT_FILE": "/r.json", "DOCKER_HOST": "unix:///nonexistent.sock"}, wantCode: exitInput, wantErr: `WAITDAEMON_RESULT_FILE="/r.json": expected a file in a directory of its own`},
 		{name: "version with containerd", args: []string{"version"}, env: map[string]string{"DOCKER_HOST": "unix:///nonexistent.sock", "CONTAINERD_ADDRESS": "/dev/null"}, wantCode: 0, wantOut: "containerd: not reachable on /dev/null"},
 		{name: "version without engine", args: []string{"version"}, env: map[string]string{"DOCKER_HOST": "unix:///nonexistent.sock"}, wantCode: 0, wantOut: "engine: not reachable on /nonexistent.sock"},
+		{name: "version names the binary's", args: []string{"version"}, env: map[string]string{"DOCKER_HOST": "unix:///nonexistent.sock"}, wantCode: 0, wantOut: "waitdaemon " + version + " (API up to 1."},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

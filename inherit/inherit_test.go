@@ -579,6 +579,42 @@ func TestPlanPodmanEnv(t *testing.T) {
 	}
 }
 
+// TestPlanLeavesEngineMade: the engine-made hostname, the MAC address,
+// Compose's labels, a restart policy and auto-remove are not copied
+// (README, How it works: the user container).
+func TestPlanLeavesEngineMade(t *testing.T) {
+	c := dockerapi.Container{
+		ID: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		Config: dockerapi.Config{Hostname: "0123456789ab", MacAddress: "02:42:ac:11:00:02",
+			Labels: map[string]string{"com.docker.compose.project": "tink", "site": "lab"}},
+		HostConfig: dockerapi.HostConfig{AutoRemove: true, RestartPolicy: &dockerapi.RestartPolicy{Name: "always"}},
+	}
+	out := Plan(Input{Container: c}).Create
+	is(t, "Hostname", out.Config.Hostname, "")
+	is(t, "MacAddress", out.Config.MacAddress, "")
+	is(t, "Labels", out.Config.Labels, map[string]string{"site": "lab"})
+	is(t, "AutoRemove", out.HostConfig.AutoRemove, false)
+	is(t, "RestartPolicy", out.HostConfig.RestartPolicy, (*dockerapi.RestartPolicy)(nil))
+}
+
+// TestPlanEnvControl: no WAITDAEMON_ variable reaches the user container,
+// nor IMAGE and WAIT_SECONDS unless their alias is set; DOCKER_HOST and
+// DOCKER_CONFIG do (README, Settings).
+func TestPlanEnvControl(t *testing.T) {
+	cases := []struct {
+		env, want []string
+	}{
+		{[]string{"IMAGE=a", "WAIT_SECONDS=3", "WAITDAEMON_RETRIES=1", "WAITDAEMON_VERBOSE=1", "DOCKER_HOST=unix:///x.sock", "DOCKER_CONFIG=/cfg", "A=1"},
+			[]string{"DOCKER_HOST=unix:///x.sock", "DOCKER_CONFIG=/cfg", "A=1"}},
+		{[]string{"WAITDAEMON_IMAGE=a", "IMAGE=mine", "WAITDAEMON_WAIT_SECONDS=3", "WAIT_SECONDS=also"}, []string{"IMAGE=mine", "WAIT_SECONDS=also"}},
+		{[]string{"WAITDAEMON_IMAGE=a", "IMAGE=mine", "WAIT_SECONDS=3"}, []string{"IMAGE=mine"}},
+	}
+	for _, tc := range cases {
+		c := dockerapi.Container{Config: dockerapi.Config{Env: tc.env}}
+		is(t, fmt.Sprintf("Env from %q", tc.env), Plan(Input{Container: c}).Create.Env, tc.want)
+	}
+}
+
 func TestControl(t *testing.T) {
 	cases := []struct {
 		env         []string

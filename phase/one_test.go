@@ -98,6 +98,34 @@ func TestOneOrder(t *testing.T) {
 	}
 }
 
+// TestOneCreatesUnstarted: phase 1 creates the user container and, with
+// WAITDAEMON_FALLBACK_COMMAND, the fallback, and starts neither; each
+// container it makes is named after the action and labelled with its
+// role, the action and the action's ID (README, How it works).
+func TestOneCreatesUnstarted(t *testing.T) {
+	eng := newFake()
+	if _, _, err := phaseOne(t, eng, "IMAGE=reboot:1", `WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`); err != nil {
+		t.Fatal(err)
+	}
+	made, err := eng.List(t.Context(), LabelActionID, actionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range made {
+		got = append(got, fmt.Sprintf("%s role=%s action=%s ran=%v", c.Name, c.Labels[LabelRole], c.Labels[LabelAction], c.Ran))
+	}
+	slices.Sort(got)
+	want := []string{
+		"act-waitdaemon-fallback role=fallback action=act ran=false",
+		"act-waitdaemon-user role=user action=act ran=false",
+		"act-waitdaemon-waiter role=waiter action=act ran=true",
+	}
+	if diff := linediff.Lines(want, got); diff != "" {
+		t.Errorf("what phase 1 made (-want +got):\n%s\ncalls:\n%s", diff, strings.Join(eng.Calls(), "\n"))
+	}
+}
+
 // TestOneWaiterArgs: what phase 1 tells the waiter parses back, through
 // the waiter command's own parser, into what phase 1 meant; the waiter is
 // labelled and bound as asked.
@@ -147,7 +175,8 @@ func TestOneWaiterArgs(t *testing.T) {
 }
 
 // parseWaiter parses a waiter's command line as the waiter command does
-// (main's waiterCmd embeds WaiterArgs).
+// (main's waiterCmd embeds WaiterArgs; main's TestWaiterCommandLine
+// parses phase 1's through the binary's own command line).
 func parseWaiter(t *testing.T, args []string) WaiterArgs {
 	t.Helper()
 	var cli struct {
@@ -340,8 +369,11 @@ func TestOneDryRun(t *testing.T) {
 			t.Errorf("the dry run called %s", c)
 		}
 	}
+	// The whole plan: what was found and how, the pull decision, every
+	// create body and the wait (README, Settings: WAITDAEMON_DRY_RUN).
 	var plan Handoff
-	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan.User.Create == nil || plan.Waiter.Create == nil || len(plan.Pull) != 1 {
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan.User.Create == nil || plan.Waiter.Create == nil || len(plan.Pull) != 1 ||
+		plan.Pull[0].Decision != decisionPresent || plan.Action.ID != actionID || plan.FoundBy != "cgroup" || plan.Wait != 10 {
 		t.Errorf("plan = %s (%v)", out, err)
 	}
 	if strings.Contains(out, "s3cret-pw") || !strings.Contains(out, `"auth": "bob@docker.io"`) {

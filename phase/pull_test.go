@@ -65,3 +65,56 @@ func TestPullProgress(t *testing.T) {
 		t.Errorf("logged (-want +got):\n%s", diff)
 	}
 }
+
+// TestOnePullPolicy: WAITDAEMON_PULL_POLICY decides the pull. if-not-present
+// pulls an absent image alone, always pulls a present one too, and never
+// pulls nothing: an absent image then fails the action, not as bad input,
+// and leaves nothing (README, Settings and Exit codes).
+func TestOnePullPolicy(t *testing.T) {
+	cases := []struct {
+		policy   string
+		present  bool
+		wantPull bool
+		wantErr  string // "" for a hand-off
+	}{
+		{policy: "", present: true},
+		{policy: "", present: false, wantPull: true},
+		{policy: "if-not-present", present: false, wantPull: true},
+		{policy: "ALWAYS", present: true, wantPull: true},
+		{policy: "never", present: true},
+		{policy: "never", present: false, wantErr: "image reboot:1 is not present, and WAITDAEMON_PULL_POLICY=never forbids pulling it"},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s, present %v", tc.policy, tc.present), func(t *testing.T) {
+			eng := newFake()
+			eng.Images = map[string]bool{"reboot:1": tc.present}
+			out, _, err := phaseOne(t, eng, "IMAGE=reboot:1", "WAITDAEMON_PULL_POLICY="+tc.policy)
+			if pulled := len(eng.Pulls()) > 0; pulled != tc.wantPull {
+				t.Errorf("pulled %v, want %v; calls %q", pulled, tc.wantPull, eng.Calls())
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || exitCode(err) == engine.ExitInput {
+					t.Errorf("phase 1: %v (exit %d); want %q, not bad input", err, exitCode(err), tc.wantErr)
+				}
+				if got := eng.Names(); len(got) != 0 {
+					t.Errorf("left %q", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantDecision := map[bool]string{true: decisionPull, false: decisionPresent}[tc.wantPull]
+			var handed struct{ Pull []pullPlan }
+			if json.Unmarshal([]byte(lastLine(out)), &handed) != nil || len(handed.Pull) != 1 || handed.Pull[0].Decision != wantDecision {
+				t.Errorf("hand-off %s; want the decision %q", lastLine(out), wantDecision)
+			}
+		})
+	}
+}
+
+// lastLine is the last line of out.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1]
+}

@@ -168,14 +168,17 @@ func TestValidateReadsRegistryConfig(t *testing.T) {
 		config  string // config.json; "dir" makes it a directory
 		env     []string
 		wantErr string // "" for none
+		// input: the error is bad input, exit 2 (README, Exit codes: a
+		// malformed config.json).
+		input bool
 	}{
 		{name: "a good one", config: `{"auths":{}}`},
-		{name: "malformed", config: `{"auths":`, wantErr: "config.json: expected a Docker config.json"},
+		{name: "malformed", config: `{"auths":`, wantErr: "config.json: expected a Docker config.json", input: true},
 		{name: "a directory", config: "dir", wantErr: "reading registry credentials"},
 		{
 			name: "malformed, read for the fallback's image alone", config: `{"auths":`, // IMAGE's registry has its pair
 			env:     []string{"WAITDAEMON_REGISTRY_USERNAME=u", "WAITDAEMON_REGISTRY_PASSWORD=p", `WAITDAEMON_FALLBACK_COMMAND=["x"]`, "WAITDAEMON_FALLBACK_IMAGE=other.example/x:1"},
-			wantErr: "config.json: expected a Docker config.json",
+			wantErr: "config.json: expected a Docker config.json", input: true,
 		},
 		{
 			name: "malformed, never read", config: `{"auths":`,
@@ -198,6 +201,9 @@ func TestValidateReadsRegistryConfig(t *testing.T) {
 			_, err = ReadInputs(append([]string{"IMAGE=reboot:1", "DOCKER_CONFIG=" + dir}, tc.env...)).Validate()
 			if got := fmt.Sprint(err); (tc.wantErr == "") != (err == nil) || !strings.Contains(got, tc.wantErr) || err != nil && !strings.Contains(got, file) {
 				t.Errorf("Validate: %v, want %q naming %s", err, tc.wantErr, file)
+			}
+			if (exitCode(err) == engine.ExitInput) != tc.input {
+				t.Errorf("Validate: %v exits %d; bad input: %v", err, exitCode(err), tc.input)
 			}
 		})
 	}
@@ -244,5 +250,60 @@ func TestVariableInput(t *testing.T) {
 		if !slices.Contains(inputs, name) {
 			t.Errorf("inputs %q lack %s", inputs, name)
 		}
+	}
+}
+
+// TestSettingsDefaults holds Validate to the README's Settings table: each
+// variable's default, the ends of its range, and an alias that wins over
+// its plain name.
+func TestSettingsDefaults(t *testing.T) {
+	cases := []struct {
+		name    string
+		env     []string
+		want    string // the settings that matter, as summary prints them
+		wantErr string // "" for none: the variable named in the bad input
+	}{
+		{name: "defaults", env: nil, want: "image alpine:3.20, wait 10, retries 0, log tail 20, policy if-not-present, fallback none, config /root/.docker"},
+		{name: "the least", env: []string{"WAIT_SECONDS=0", "WAITDAEMON_RETRIES=0", "WAITDAEMON_LOG_TAIL=0"},
+			want: "image alpine:3.20, wait 0, retries 0, log tail 0, policy if-not-present, fallback none, config /root/.docker"},
+		{name: "the most", env: []string{"WAIT_SECONDS=3600", "WAITDAEMON_RETRIES=10", "WAITDAEMON_LOG_TAIL=1000"},
+			want: "image alpine:3.20, wait 3600, retries 10, log tail 1000, policy if-not-present, fallback none, config /root/.docker"},
+		{name: "wait beyond", env: []string{"WAIT_SECONDS=3601"}, wantErr: "WAIT_SECONDS"},
+		{name: "retries beyond", env: []string{"WAITDAEMON_RETRIES=11"}, wantErr: "WAITDAEMON_RETRIES"},
+		{name: "log tail beyond", env: []string{"WAITDAEMON_LOG_TAIL=1001"}, wantErr: "WAITDAEMON_LOG_TAIL"},
+		{name: "the aliases win", env: []string{"WAITDAEMON_IMAGE=busybox:1.36", "WAIT_SECONDS=99", "WAITDAEMON_WAIT_SECONDS=7"},
+			want: "image busybox:1.36, wait 7, retries 0, log tail 20, policy if-not-present, fallback none, config /root/.docker"},
+		{name: "a fallback command runs on IMAGE", env: []string{`WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`},
+			want: "image alpine:3.20, wait 10, retries 0, log tail 20, policy if-not-present, fallback alpine:3.20 [reboot -f], config /root/.docker"},
+		{name: "policies in any case", env: []string{"WAITDAEMON_PULL_POLICY=Never", "DOCKER_CONFIG=/etc/dc"},
+			want: "image alpine:3.20, wait 10, retries 0, log tail 20, policy never, fallback none, config /etc/dc"},
+	}
+	summary := func(s Settings) string {
+		fb := "none"
+		if s.FallbackImage != nil {
+			fb = fmt.Sprintf("%s %v", s.FallbackImage, s.FallbackCommand)
+		}
+		return fmt.Sprintf("image %s, wait %d, retries %d, log tail %d, policy %s, fallback %s, config %s",
+			s.Image, s.Wait, s.Retries, s.LogTail, s.PullPolicy, fb, s.RegistryConfig)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// With the credentials pair, no config.json is read: the
+			// host's /root/.docker stays out of it.
+			base := []string{"IMAGE=alpine:3.20", "WAITDAEMON_REGISTRY_USERNAME=u", "WAITDAEMON_REGISTRY_PASSWORD=p"}
+			s, err := ReadInputs(append(base, tc.env...)).Validate()
+			if tc.wantErr != "" {
+				if exitCode(err) != engine.ExitInput || !strings.HasPrefix(fmt.Sprint(err), tc.wantErr+"=") {
+					t.Errorf("Validate: %v (exit %d); want bad input naming %s", err, exitCode(err), tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := linediff.Text(tc.want+"\n", summary(s)+"\n"); diff != "" {
+				t.Errorf("settings (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -18,6 +18,10 @@ import (
 	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
 
+// The backoff the waiter uses, kept before init shortens it for the
+// other tests (package variables are set before any init runs).
+var shippedRetryBase, shippedRetryCap = retryBase, retryCap
+
 func init() {
 	// Re-runs in these tests follow each other at once.
 	retryBase, retryCap = time.Millisecond, time.Millisecond
@@ -101,6 +105,33 @@ func TestTwo(t *testing.T) {
 			}
 			if !slices.Equal(codes, tc.wantAttempts) || res.ExitCode != tc.wantExit || res.Action != "act" {
 				t.Errorf("result = exit %d, attempts %v, action %q; want %d, %v, act", res.ExitCode, codes, res.Action, tc.wantExit, tc.wantAttempts)
+			}
+			// The result names the image and command that ran, and each run
+			// its start and end; each run also has a line of its own.
+			if res.Image != "image-of-act-waitdaemon-user" || !slices.Equal(res.Command, []string{"run", "act-waitdaemon-user"}) {
+				t.Errorf("result's image %q, command %q; want the user container's", res.Image, res.Command)
+			}
+			var exited []int
+			for _, l := range strings.Split(out.String(), "\n") {
+				var line struct {
+					Msg string
+					attempt
+				}
+				if json.Unmarshal([]byte(l), &line) == nil && line.Msg == "user container exited" {
+					exited = append(exited, line.ExitCode)
+				}
+			}
+			if !slices.Equal(exited, tc.wantAttempts) {
+				t.Errorf("user container exited lines with codes %v, want %v:\n%s", exited, tc.wantAttempts, out.String())
+			}
+			runs := slices.Clone(res.Attempts)
+			if res.Fallback != nil {
+				runs = append(runs, *res.Fallback)
+			}
+			for _, a := range runs {
+				if a.StartedAt == "" || a.FinishedAt == "" {
+					t.Errorf("run %+v lacks its start or end", a)
+				}
 			}
 			switch {
 			case tc.wantFallback == nil && res.Fallback != nil:
@@ -507,10 +538,10 @@ func TestTwoSweepFailsQuietly(t *testing.T) {
 
 // TestRetryDelay: the pause before each re-run of a failed user container
 // starts at 2 s, doubles, and stops growing at 30 s, up to the most runs
-// the settings allow.
+// the settings allow (README, Settings: WAITDAEMON_RETRIES).
 func TestRetryDelay(t *testing.T) {
 	base, limit := retryBase, retryCap
-	retryBase, retryCap = 2*time.Second, 30*time.Second
+	retryBase, retryCap = shippedRetryBase, shippedRetryCap
 	t.Cleanup(func() { retryBase, retryCap = base, limit })
 	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second}
 	for n := 7; n <= MaxRetries+1; n++ {

@@ -2,10 +2,12 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/internal/linediff"
 	"github.com/waitdaemon/waitdaemon/internal/rr"
 )
 
@@ -302,5 +305,71 @@ func TestFinishedAt(t *testing.T) {
 		if got, ok := finishedAt(ctr, now); ok != tc.want || ok && got.Format(time.RFC3339Nano) != tc.finished {
 			t.Errorf("finishedAt(%q) = %v, %v; want %v", tc.finished, got, ok, tc.want)
 		}
+	}
+}
+
+// TestPlanWaiter: the waiter of a privileged tink-worker action (recorded)
+// runs waitdaemon's own image by ID, as /waitdaemon with phase 1's
+// arguments, unprivileged, in a pid namespace of its own, on the host's
+// network, with only the socket's directory bound in, read-only at
+// /run/waitdaemon-engine, the action's log config, and auto-remove; null
+// masked and read-only paths leave the engine's defaults (README, How it
+// works: Phase 2, the waiter).
+func TestPlanWaiter(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/inherit/tink-worker-reboot.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct{ Container dockerapi.Container }
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	act := rec.Container
+	if !act.HostConfig.Privileged || act.HostConfig.PidMode != "host" {
+		t.Fatalf("the recorded action is not privileged with pid host: %+v", act.HostConfig)
+	}
+	e := &Engine{C: &dockerapi.Client{Socket: "/var/run/docker.sock"}}
+	spec := e.PlanWaiter(engine.Self{ID: act.ID, Name: "action_reboot", Detail: &self{ctr: act}}, engine.Waiter{
+		Name: "action_reboot-waitdaemon-waiter", Labels: map[string]string{"org.waitdaemon.role": "waiter"},
+		Args: []string{"waiter", "--user-container=action_reboot-waitdaemon-user"}, Env: []string{"WAITDAEMON_VERBOSE=true"},
+	})
+	got, err := json.MarshalIndent(spec.Create.(*planned).CreateRequest, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{
+  "Env": [
+    "DOCKER_HOST=unix:///run/waitdaemon-engine/docker.sock",
+    "WAITDAEMON_VERBOSE=true"
+  ],
+  "Cmd": [
+    "waiter",
+    "--user-container=action_reboot-waitdaemon-user"
+  ],
+  "Image": "` + act.Image + `",
+  "Entrypoint": [
+    "/waitdaemon"
+  ],
+  "Labels": {
+    "org.waitdaemon.role": "waiter"
+  },
+  "HostConfig": {
+    "Binds": [
+      "/var/run:/run/waitdaemon-engine:ro"
+    ],
+    "LogConfig": {
+      "Type": "json-file"
+    },
+    "NetworkMode": "host",
+    "AutoRemove": true,
+    "MaskedPaths": null,
+    "ReadonlyPaths": null
+  }
+}`
+	if diff := linediff.Text(want+"\n", string(got)+"\n"); diff != "" {
+		t.Errorf("the waiter's create request (-want +got):\n%s", diff)
+	}
+	if spec.Name != "action_reboot-waitdaemon-waiter" || !strings.HasPrefix(act.Image, "sha256:") {
+		t.Errorf("the waiter is %s from %s; want its own name, from the action's image ID", spec.Name, act.Image)
 	}
 }

@@ -397,6 +397,9 @@ func TestPlanEnv(t *testing.T) {
 		{"a later entry of the same name wins", []string{path, "A=1", "A=2"}, []string{path}, []string{"PATH=/bin"}, []string{"PATH=/bin", "A=2"}},
 		{"a name without a value unsets the image's", []string{path, "HOME"}, []string{path}, []string{"PATH=/bin", "HOME=/root"}, []string{"PATH=/bin"}},
 		{"nothing left", []string{path, "HOME"}, []string{path}, []string{"HOME=/root"}, nil},
+		// README, Settings: DOCKER_HOST reaches the user container; no
+		// WAITDAEMON_ variable does.
+		{"DOCKER_HOST and DOCKER_CONFIG stay", []string{path, "DOCKER_HOST=unix:///x.sock", "WAITDAEMON_RETRIES=1", "DOCKER_CONFIG=/cfg"}, []string{path}, []string{"PATH=/bin"}, []string{"PATH=/bin", "DOCKER_HOST=unix:///x.sock", "DOCKER_CONFIG=/cfg"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
