@@ -130,6 +130,64 @@ type Engine struct {
 	ids  map[string]string // readable name → ID, of what this process made or found
 	runs map[string]run    // by ID: the run Start began
 	own  string            // the waiter's own ID, once Tell found it
+	// images are the images read so far, by name, and whether each was
+	// found unpacked: phase 1 reads the user's image to decide the pull,
+	// to plan and to create, and reads it once. A pull forgets it.
+	images map[string]image
+}
+
+// image is an image read, and whether its snapshot was found.
+type image struct {
+	containerdapi.ResolvedImage
+	unpacked bool
+}
+
+// resolve reads image name for this host's platform, once (see images).
+func (e *Engine) resolve(ctx context.Context, name string) (containerdapi.ResolvedImage, error) {
+	e.mu.Lock()
+	img, ok := e.images[name]
+	e.mu.Unlock()
+	if ok {
+		return img.ResolvedImage, nil
+	}
+	r, err := e.C.ImageResolve(ctx, name, containerdapi.DefaultPlatform())
+	if err == nil {
+		e.noteImage(name, image{ResolvedImage: r})
+	}
+	return r, err
+}
+
+// unpacked reads image name, and checks that it is unpacked for the
+// snapshotter, once (see images).
+func (e *Engine) unpacked(ctx context.Context, name, snapshotter string) (containerdapi.ResolvedImage, error) {
+	e.mu.Lock()
+	img, ok := e.images[name]
+	e.mu.Unlock()
+	if ok && img.unpacked {
+		return img.ResolvedImage, nil
+	}
+	r, err := e.C.ImageUnpacked(ctx, name, containerdapi.DefaultPlatform(), snapshotter)
+	if err == nil {
+		e.noteImage(name, image{ResolvedImage: r, unpacked: true})
+	}
+	return r, err
+}
+
+// forget forgets image name: it is pulled, perhaps anew.
+func (e *Engine) forget(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.images, name)
+}
+
+// noteImage notes an image read.
+func (e *Engine) noteImage(name string, img image) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.images == nil {
+		e.images = map[string]image{}
+	}
+	e.images[name] = img
 }
 
 // run is what Start remembers of a run for Follow.
@@ -371,7 +429,7 @@ func (e *Engine) deleteTask(ctx context.Context, id string) error {
 // HasImage reports whether the image is in the store and unpacked for
 // this platform: both are needed to run it.
 func (e *Engine) HasImage(ctx context.Context, ref imageref.Ref) (bool, error) {
-	_, err := e.C.ImageUnpacked(ctx, ref.Qualified(), containerdapi.DefaultPlatform(), containerdapi.DefaultSnapshotter)
+	_, err := e.unpacked(ctx, ref.Qualified(), containerdapi.DefaultSnapshotter)
 	switch {
 	case errors.Is(err, containerdapi.ErrNotFound), errors.Is(err, containerdapi.ErrNoPlatform):
 		return false, nil
@@ -414,6 +472,7 @@ func (e *Engine) Pull(ctx context.Context, ref imageref.Ref, auth *engine.Auth, 
 			progress(done, total)
 		}
 	}
+	e.forget(ref.Qualified())
 	err := e.C.Pull(ctx, req)
 	if errors.Is(err, containerdapi.ErrUnimplemented) {
 		v, verr := e.C.Version(ctx)

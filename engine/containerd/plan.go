@@ -46,7 +46,7 @@ const leaseFor = 10 * time.Minute
 func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (engine.Spec, error) {
 	d := s.Detail.(*self)
 	if d.image == nil {
-		own, err := e.C.ImageResolve(ctx, d.ctr.Image, containerdapi.DefaultPlatform())
+		own, err := e.resolve(ctx, d.ctr.Image)
 		if err != nil {
 			return engine.Spec{}, fmt.Errorf("reading this action's own image %s: %w", d.ctr.Image, err)
 		}
@@ -64,7 +64,7 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 		},
 		command: want.Command,
 	}
-	user, err := e.C.ImageResolve(ctx, p.Image, containerdapi.DefaultPlatform())
+	user, err := e.resolve(ctx, p.Image)
 	switch {
 	case errors.Is(err, containerdapi.ErrNotFound):
 		p.Pending = "the image is not present: its config is read at create, after the pull"
@@ -123,20 +123,21 @@ func withName(labels map[string]string, name string) map[string]string {
 // Create creates the planned container and its task, not started: under
 // a lease, the snapshot on the image's, the container, then the task
 // with its output to its file. A user container's spec is made again
-// from its image's config as it is now. A create whose answer was lost
+// from its image's config as it is after the pull, if one was made. A create whose answer was lost
 // adopts its own container (same ID and labels) and task: the client
 // asks Tasks/Get after a lost task create, and a second Create meets its
 // task as AlreadyExists. When the task cannot be created, the container
 // goes again.
 func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 	p := spec.Create.(*planned)
-	img, err := e.C.ImageUnpacked(ctx, p.Image, containerdapi.DefaultPlatform(), p.Snapshotter)
+	img, err := e.unpacked(ctx, p.Image, p.Snapshotter)
 	if err != nil {
 		return "", fmt.Errorf("creating container %s: image %s: %w", spec.Name, p.Image, err)
 	}
 	if p.in != nil {
 		// Planned again with the config of the image as it is now: it
-		// may have been pulled, or pulled anew, since the plan.
+		// may have been pulled, or pulled anew, since the plan (a pull
+		// forgets the image read before it).
 		if err := p.finish(img.Config); err != nil {
 			return "", fmt.Errorf("creating container %s: %w", spec.Name, err)
 		}

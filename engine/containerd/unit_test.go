@@ -530,3 +530,38 @@ func TestString(t *testing.T) {
 		}
 	}
 }
+
+// TestImagesReadOnce: an image read is not read again (a daemon that
+// is not there would fail it), and a pull forgets it: it may bring the
+// image anew.
+func TestImagesReadOnce(t *testing.T) {
+	e := New(&containerdapi.Client{Socket: filepath.Join(t.TempDir(), "none.sock"), WaitForEngine: -1})
+	name := "docker.io/library/user:1"
+	read := containerdapi.ResolvedImage{ChainID: "sha256:c"}
+	e.noteImage(name, image{ResolvedImage: read, unpacked: true})
+	ctx := testCtx(t)
+	ref, err := imageref.Parse("user:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, get := range map[string]func() (containerdapi.ResolvedImage, error){
+		"resolve":  func() (containerdapi.ResolvedImage, error) { return e.resolve(ctx, name) },
+		"unpacked": func() (containerdapi.ResolvedImage, error) { return e.unpacked(ctx, name, containerdapi.DefaultSnapshotter) },
+	} {
+		if got, err := get(); err != nil || got.ChainID != read.ChainID {
+			t.Errorf("%s = %+v, %v; want the image read before", what, got, err)
+		}
+	}
+	if ok, err := e.HasImage(ctx, ref); !ok || err != nil {
+		t.Errorf("HasImage = %v, %v; want the image read before", ok, err)
+	}
+	// Only resolved: whether it is unpacked is still to be read.
+	e.noteImage(name, image{ResolvedImage: read})
+	if _, err := e.unpacked(ctx, name, containerdapi.DefaultSnapshotter); err == nil {
+		t.Error("unpacked took an image only resolved as unpacked")
+	}
+	_ = e.Pull(ctx, ref, nil, nil)
+	if _, err := e.resolve(ctx, name); err == nil {
+		t.Error("after a pull, the image read before was taken again")
+	}
+}
