@@ -26,8 +26,8 @@ type hubEntry struct {
 		Image     string   `yaml:"image"`
 		Platforms []string `yaml:"platforms"`
 	} `yaml:"containersImages"`
-	Links []struct{ Name, URL string } `yaml:"links"`
-	Readme string                      `yaml:"readme"`
+	Links  []struct{ Name, URL string } `yaml:"links"`
+	Readme string                       `yaml:"readme"`
 }
 
 // TestHubEntry: the hub's entry names the image the release workflow

@@ -545,8 +545,10 @@ func TestImagesReadOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for what, get := range map[string]func() (containerdapi.ResolvedImage, error){
-		"resolve":  func() (containerdapi.ResolvedImage, error) { return e.resolve(ctx, name) },
-		"unpacked": func() (containerdapi.ResolvedImage, error) { return e.unpacked(ctx, name, containerdapi.DefaultSnapshotter) },
+		"resolve": func() (containerdapi.ResolvedImage, error) { return e.resolve(ctx, name) },
+		"unpacked": func() (containerdapi.ResolvedImage, error) {
+			return e.unpacked(ctx, name, containerdapi.DefaultSnapshotter)
+		},
 	} {
 		if got, err := get(); err != nil || got.ChainID != read.ChainID {
 			t.Errorf("%s = %+v, %v; want the image read before", what, got, err)
