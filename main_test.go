@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -134,9 +135,13 @@ func TestVariables(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[cli]())
-	// Every WAITDAEMON_ variable the sources name is in the list, but for
-	// the misspelling they show.
-	for _, file := range []string{"README.md", "main.go", "engines.go", "phase/settings.go", "phase/one.go", "phase/two.go"} {
+	// Every WAITDAEMON_ variable the sources and the docs name is in the
+	// list, but for the misspelling they show.
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs/*.md: %v", err)
+	}
+	for _, file := range append([]string{"README.md", "main.go", "engines.go", "phase/settings.go", "phase/one.go", "phase/two.go"}, docs...) {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

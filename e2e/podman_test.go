@@ -256,7 +256,7 @@ func TestPodmanEngine(t *testing.T) {
 		}
 		if got.HostConfig.CgroupnsMode != "" || ns != hostNamespace(t, "cgroup") {
 			t.Errorf("CgroupnsMode private under Podman: inspect says %q, namespace %s (host's %s); "+
-				"Podman 4.3 used to ignore it (\"\", the host's): update the README's compatibility table",
+				"Podman 4.3 used to ignore it (\"\", the host's): update docs/engines.md's Podman table",
 				got.HostConfig.CgroupnsMode, ns, hostNamespace(t, "cgroup"))
 		}
 	})

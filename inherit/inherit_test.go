@@ -581,7 +581,7 @@ func TestPlanPodmanEnv(t *testing.T) {
 
 // TestPlanLeavesEngineMade: the engine-made hostname, the MAC address,
 // Compose's labels, a restart policy and auto-remove are not copied
-// (README, How it works: the user container).
+// (docs/how-it-works.md: the user container).
 func TestPlanLeavesEngineMade(t *testing.T) {
 	c := dockerapi.Container{
 		ID: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",

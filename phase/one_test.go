@@ -101,7 +101,7 @@ func TestOneOrder(t *testing.T) {
 // TestOneCreatesUnstarted: phase 1 creates the user container and, with
 // WAITDAEMON_FALLBACK_COMMAND, the fallback, and starts neither; each
 // container it makes is named after the action and labelled with its
-// role, the action and the action's ID (README, How it works).
+// role, the action and the action's ID (docs/how-it-works.md).
 func TestOneCreatesUnstarted(t *testing.T) {
 	eng := newFake()
 	if _, _, err := phaseOne(t, eng, "IMAGE=reboot:1", `WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`); err != nil {

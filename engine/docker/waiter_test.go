@@ -313,8 +313,8 @@ func TestFinishedAt(t *testing.T) {
 // arguments, unprivileged, in a pid namespace of its own, on the host's
 // network, with only the socket's directory bound in, read-only at
 // /run/waitdaemon-engine, the action's log config, and auto-remove; null
-// masked and read-only paths leave the engine's defaults (README, How it
-// works: Phase 2, the waiter).
+// masked and read-only paths leave the engine's defaults
+// (docs/how-it-works.md: Phase 2, the waiter).
 func TestPlanWaiter(t *testing.T) {
 	data, err := os.ReadFile("../../testdata/inherit/tink-worker-reboot.json")
 	if err != nil {
