@@ -16,12 +16,6 @@ import (
 	"github.com/waitdaemon/waitdaemon/phase"
 )
 
-// Engine kinds, for WAITDAEMON_ENGINE.
-const (
-	engineDocker     = "docker"
-	engineContainerd = "containerd"
-)
-
 // engine returns the engine the phases work on: the one WAITDAEMON_ENGINE
 // names; else Docker when its socket (DOCKER_HOST, or
 // /var/run/docker.sock) is there; else containerd when its socket
@@ -34,14 +28,14 @@ func (g *globals) engine(waiter bool) (engine.Engine, error) {
 	if kind == "" {
 		switch {
 		case exists(g.env.DockerSocket):
-			kind = engineDocker
+			kind = engine.KindDocker
 		case exists(g.env.ContainerdSocket):
-			kind = engineContainerd
+			kind = engine.KindContainerd
 		default:
 			return neither{g.docker(waiter), g.env.DockerSocket, g.env.ContainerdSocket}, nil
 		}
 	}
-	if kind == engineContainerd {
+	if kind == engine.KindContainerd {
 		return g.containerd(waiter)
 	}
 	return g.docker(waiter), nil
@@ -111,10 +105,10 @@ func readEnvironment() (environment, error) {
 	if env.Verbose, err = phase.Switch("WAITDAEMON_VERBOSE", os.Getenv("WAITDAEMON_VERBOSE")); err != nil {
 		return env, err
 	}
-	switch env.Engine = strings.ToLower(strings.TrimSpace(os.Getenv("WAITDAEMON_ENGINE"))); env.Engine {
-	case "", engineDocker, engineContainerd:
+	switch env.Engine = strings.ToLower(strings.TrimSpace(os.Getenv(engine.EnvEngine))); env.Engine {
+	case "", engine.KindDocker, engine.KindContainerd:
 	default:
-		return env, engine.InputError(fmt.Sprintf("WAITDAEMON_ENGINE=%q: expected docker or containerd, in any case (default: whichever socket is mounted)", os.Getenv("WAITDAEMON_ENGINE")))
+		return env, engine.InputError(fmt.Sprintf("WAITDAEMON_ENGINE=%q: expected docker or containerd, in any case (default: whichever socket is mounted)", os.Getenv(engine.EnvEngine)))
 	}
 	if env.DockerSocket, err = dockerapi.SocketFromEnv(); err != nil {
 		return env, err // ErrUnsupportedHost: bad input

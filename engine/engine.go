@@ -154,6 +154,22 @@ type Waiter struct {
 	Bind Bind
 }
 
+// How a waiter reaches its engine: each engine's PlanWaiter sets these in
+// the waiter's environment (Waiter.Env comes after them), and the waiter's
+// command chooses and reaches the engine by them, as phase 1's does.
+const (
+	// EnvEngine names the engine's kind: KindDocker or KindContainerd.
+	EnvEngine      = "WAITDAEMON_ENGINE"
+	KindDocker     = "docker"
+	KindContainerd = "containerd"
+	// EnvDockerHost is Docker's socket, unix:///path.
+	EnvDockerHost = "DOCKER_HOST"
+	// EnvContainerdAddress and EnvContainerdNamespace are containerd's
+	// socket and the namespace of the action's containers.
+	EnvContainerdAddress   = "CONTAINERD_ADDRESS"
+	EnvContainerdNamespace = "CONTAINERD_NAMESPACE"
+)
+
 // Bind is a host directory seen inside a container.
 type Bind struct {
 	Host      string

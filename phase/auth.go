@@ -41,6 +41,12 @@ func (s Settings) Auth(ref imageref.Ref) (*engine.Auth, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading registry credentials: %w", err)
 	}
+	return configAuth(file, data, registry)
+}
+
+// configAuth is the credential for registry in config.json file, which
+// holds data: nil when it has none.
+func configAuth(file string, data []byte, registry string) (*engine.Auth, error) {
 	var cfg struct {
 		Auths map[string]struct {
 			Auth          string `json:"auth"`

@@ -7,8 +7,8 @@ import (
 	"github.com/waitdaemon/waitdaemon/engine"
 )
 
-// What phase 1 tells phase 2, and how every container waitdaemon makes is
-// marked: each written here once.
+// What phase 1 tells phase 2, how every container waitdaemon makes is
+// named and marked, and what the waiter reports: each written here once.
 
 // Labels on every container waitdaemon creates.
 const (
@@ -75,6 +75,50 @@ func (w WaiterArgs) Args() []string {
 		args = append(args, "--result-file="+w.ResultFile)
 	}
 	return args
+}
+
+// What the waiter reports: its JSON lines, the last of which is the
+// result, and the result file, which holds the same.
+
+// waited is the waiter's account of the wait, logged when it starts the
+// user container.
+type waited struct {
+	User          string `json:"user_container"`
+	ActionExited  string `json:"action_exited"`
+	StartSent     string `json:"start_sent"`
+	Wait          int    `json:"wait_seconds"`
+	LateMS        int64  `json:"late_ms"` // start_sent - action_exited - wait
+	ActionRemoved bool   `json:"action_removed,omitempty"`
+}
+
+// result is what became of the user container: the waiter's last JSON
+// line, and the result file.
+type result struct {
+	Action   string    `json:"action"`
+	Image    string    `json:"image"`
+	Command  []string  `json:"command"`
+	ExitCode int       `json:"exit_code"`
+	Attempts []attempt `json:"attempts"`
+	Fallback *attempt  `json:"fallback,omitempty"`
+	// ActionExitCode is the action's, when it failed: then NotStarted
+	// says why nothing was started, and ExitCode is -1.
+	ActionExitCode *int   `json:"action_exit_code,omitempty"`
+	NotStarted     string `json:"not_started,omitempty"`
+	BootID         string `json:"boot_id,omitempty"`
+}
+
+// attempt is one run of the user container, or the fallback's.
+type attempt struct {
+	Attempt    int      `json:"attempt,omitempty"`
+	Container  string   `json:"container"`
+	Image      string   `json:"image,omitempty"`
+	Command    []string `json:"command,omitempty"`
+	ExitCode   int      `json:"exit_code"`
+	StartedAt  string   `json:"started_at,omitempty"`
+	FinishedAt string   `json:"finished_at,omitempty"`
+	LogTail    []string `json:"log_tail"`
+	LogNote    string   `json:"log_note,omitempty"`
+	Kept       bool     `json:"kept"`
 }
 
 // Options are what both phases get from the command line.

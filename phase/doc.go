@@ -12,7 +12,11 @@
 // what succeeded and keeps what failed; a signal before the start cancels
 // everything, one after it leaves the user container running.
 //
-// What phase 1 tells phase 2 is written once, in contract.go: the labels
-// and roles, the waiter's command line (WaiterArgs), and the result-file
-// handshake. The variables an action can set are one list, Variables.
+// What phase 1 tells phase 2 is written once, in contract.go: the names
+// of what it makes (<action>-waitdaemon-<role>), the labels and roles,
+// the waiter's command line (WaiterArgs), the result-file handshake, and
+// the result's schema (result, attempt, and the wait's account, waited).
+// How the waiter reaches the engine (the variables each engine sets in
+// its environment, such as DOCKER_HOST) is the engine's, in package
+// engine. The variables an action can set are one list, Variables.
 package phase

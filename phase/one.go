@@ -40,9 +40,8 @@ type containerRef struct {
 
 // One is phase 1, run as the action container: validate the inputs,
 // reach the engine, find ourselves, clear an earlier run's leftovers,
-// then create and start the waiter while the user container (and the
-// fallback) is created, pulling their images if needed; confirm the result file,
-// and log the hand-off. After a failure it removes what it made.
+// then hand off (handOff) and log it. After a failure it removes what it
+// made.
 func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err error) {
 	began := time.Now()
 	s, err := in.Validate()
@@ -67,17 +66,24 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 	if err := clearLeftovers(ctx, eng, self, o.Stdout); err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			h.undo(eng, o.Stderr)
-		}
-	}()
-	// The waiter needs only the names of what it will start, so it is
-	// made and started while the user container is made: the two are the
-	// slowest steps (on containerd each create is a runtime's create).
+	if err := h.handOff(ctx, eng, s, self, o); err != nil {
+		h.undo(eng, o.Stderr)
+		return err
+	}
+	h.TookMS = time.Since(began).Milliseconds()
+	logEvent(o.Stdout, "handed off", h)
+	return nil
+}
+
+// handOff creates and starts the waiter while it creates the user
+// container (and the fallback), pulling their images if needed; then
+// confirms the result file. The waiter needs only the names of what it
+// will start, so the two go at once: they are the slowest steps (on
+// containerd each create is a runtime's create).
+func (h *Handoff) handOff(ctx context.Context, eng engine.Engine, s Settings, self engine.Self, o Options) error {
 	waiter := make(chan error, 1)
 	go func() { waiter <- h.createWaiter(ctx, eng, s.ResultFile) }()
-	err = h.createUser(ctx, eng, s, self, o.Stdout)
+	err := h.createUser(ctx, eng, s, self, o.Stdout)
 	if err = errors.Join(<-waiter, err); err != nil {
 		return err
 	}
@@ -86,12 +92,11 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 			return err
 		}
 	}
-	h.TookMS = time.Since(began).Milliseconds()
+	// Made: the hand-off line shows names and IDs, not create requests.
 	h.User.Create, h.Waiter.Create = nil, nil
 	if h.Fallback != nil {
 		h.Fallback.Create = nil
 	}
-	logEvent(o.Stdout, "handed off", h)
 	return nil
 }
 
@@ -160,16 +165,7 @@ func (h *Handoff) plan(ctx context.Context, eng engine.Engine, s Settings, self 
 		}
 		h.Pull = append(h.Pull, p)
 	}
-	// The registry config stays with the action: its credentials were
-	// for this pull, not for the user container. One the action does not
-	// have holds none, and is left alone: hidden under a tmpfs, it would
-	// be made on the host through the bind of a parent directory, or fail
-	// the start under a read-only one. Another container's files cannot
-	// be seen (plan --container): its config is withheld.
-	withhold := []string{s.RegistryConfig}
-	if _, err := os.Stat(s.RegistryConfig); h.inAction && errors.Is(err, fs.ErrNotExist) {
-		withhold = nil
-	}
+	withhold := h.withheld(s.RegistryConfig)
 	user, err := eng.Plan(ctx, self, engine.Want{
 		Name: h.User.Name, Image: s.Image, Labels: labels(RoleUser, self.Name, self.ID),
 		Withhold: withhold,
@@ -192,6 +188,20 @@ func (h *Handoff) plan(ctx context.Context, eng engine.Engine, s Settings, self 
 		h.Fallback = &fb
 	}
 	return nil
+}
+
+// withheld is what the user container does not get of the action's
+// files: the registry config stays with the action, its credentials were
+// for this pull, not for the user container. One the action does not
+// have holds none, and is left alone: hidden under a tmpfs, it would be
+// made on the host through the bind of a parent directory, or fail the
+// start under a read-only one. Another container's files cannot be seen
+// (plan --container): its config is withheld.
+func (h *Handoff) withheld(registryConfig string) []string {
+	if _, err := os.Stat(registryConfig); h.inAction && errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return []string{registryConfig}
 }
 
 // print is the dry run's output: the plan as indented JSON, with the

@@ -151,54 +151,88 @@ func (in Inputs) Validate() (Settings, error) {
 	if err := unknownVariables(in.Env); err != nil {
 		return s, err
 	}
+	for _, read := range []func(Inputs) error{s.readImage, s.readNumbers, s.readFallback, s.readSwitches, s.readRegistry} {
+		if err := read(in); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// readImage reads IMAGE (or its alias).
+func (s *Settings) readImage(in Inputs) error {
 	imageVar := inherit.Image.Name(in.Env)
 	if strings.TrimSpace(in.Image) == "" {
-		return s, engine.InputError(fmt.Sprintf("%s is not set: expected the image to run after the wait, like alpine:3.20", imageVar))
+		return engine.InputError(fmt.Sprintf("%s is not set: expected the image to run after the wait, like alpine:3.20", imageVar))
 	}
 	ref, err := imageref.Parse(strings.TrimSpace(in.Image))
 	if err != nil {
-		return s, engine.InputError(fmt.Sprintf("%s: %v", imageVar, err))
+		return engine.InputError(fmt.Sprintf("%s: %v", imageVar, err))
 	}
 	s.Image = ref
+	return nil
+}
+
+// readNumbers reads the wait, the log tail, the retries and the result
+// file.
+func (s *Settings) readNumbers(in Inputs) (err error) {
 	if s.Wait, err = wholeNumber(in.WaitSeconds, DefaultWaitSeconds, MaxWaitSeconds, "seconds"); err != nil {
-		return s, bad(inherit.WaitSeconds.Name(in.Env), in.WaitSeconds, err.Error())
+		return bad(inherit.WaitSeconds.Name(in.Env), in.WaitSeconds, err.Error())
 	}
 	if s.LogTail, err = wholeNumber(in.LogTail, DefaultLogTail, MaxLogTail, "lines"); err != nil {
-		return s, bad("WAITDAEMON_LOG_TAIL", in.LogTail, err.Error())
+		return bad("WAITDAEMON_LOG_TAIL", in.LogTail, err.Error())
 	}
 	if s.Retries, err = wholeNumber(in.Retries, 0, MaxRetries, "re-runs"); err != nil {
-		return s, bad("WAITDAEMON_RETRIES", in.Retries, err.Error())
+		return bad("WAITDAEMON_RETRIES", in.Retries, err.Error())
 	}
 	if s.ResultFile = strings.TrimSpace(in.ResultFile); s.ResultFile != "" {
 		if err := resultFile(s.ResultFile); err != nil {
-			return s, bad("WAITDAEMON_RESULT_FILE", in.ResultFile, err.Error())
+			return bad("WAITDAEMON_RESULT_FILE", in.ResultFile, err.Error())
 		}
 	}
+	return nil
+}
+
+// readFallback reads the fallback's command and image; a command alone
+// runs on IMAGE.
+func (s *Settings) readFallback(in Inputs) error {
 	if v := strings.TrimSpace(in.FallbackCommand); v != "" {
 		if err := json.Unmarshal([]byte(v), &s.FallbackCommand); err != nil || len(s.FallbackCommand) == 0 {
-			return s, bad("WAITDAEMON_FALLBACK_COMMAND", in.FallbackCommand, `a JSON array of strings, like ["reboot","-f"]`)
+			return bad("WAITDAEMON_FALLBACK_COMMAND", in.FallbackCommand, `a JSON array of strings, like ["reboot","-f"]`)
 		}
 	}
 	if v := strings.TrimSpace(in.FallbackImage); v != "" {
 		fb, err := imageref.Parse(v)
 		if err != nil {
-			return s, engine.InputError(fmt.Sprintf("WAITDAEMON_FALLBACK_IMAGE: %v", err))
+			return engine.InputError(fmt.Sprintf("WAITDAEMON_FALLBACK_IMAGE: %v", err))
 		}
 		s.FallbackImage = &fb
 	} else if s.FallbackCommand != nil {
 		s.FallbackImage = &s.Image
 	}
+	return nil
+}
+
+// readSwitches reads the pull policy, the dry run and the container
+// named for the action.
+func (s *Settings) readSwitches(in Inputs) (err error) {
 	switch s.PullPolicy = strings.ToLower(strings.TrimSpace(in.PullPolicy)); s.PullPolicy {
 	case "":
 		s.PullPolicy = PullIfNotPresent
 	case PullIfNotPresent, PullAlways, PullNever:
 	default:
-		return s, bad("WAITDAEMON_PULL_POLICY", in.PullPolicy, "if-not-present, always or never (in any case)")
+		return bad("WAITDAEMON_PULL_POLICY", in.PullPolicy, "if-not-present, always or never (in any case)")
 	}
 	if s.DryRun, err = Switch("WAITDAEMON_DRY_RUN", in.DryRun); err != nil {
-		return s, err
+		return err
 	}
 	s.Container = strings.TrimSpace(in.Container)
+	return nil
+}
+
+// readRegistry reads the credentials: the pair, and the registry config,
+// one that cannot be read failing now, not at the pull.
+func (s *Settings) readRegistry(in Inputs) error {
 	s.RegistryConfig = DefaultDockerConfig
 	if dir, _ := lookup(in.Env, "DOCKER_CONFIG"); dir != "" {
 		s.RegistryConfig = dir
@@ -206,17 +240,16 @@ func (in Inputs) Validate() (Settings, error) {
 	user, password := strings.TrimSpace(in.RegistryUsername), strings.TrimSpace(in.RegistryPassword)
 	if user != "" || password != "" {
 		if user == "" || password == "" {
-			return s, engine.InputError("WAITDAEMON_REGISTRY_USERNAME and WAITDAEMON_REGISTRY_PASSWORD: expected both or neither")
+			return engine.InputError("WAITDAEMON_REGISTRY_USERNAME and WAITDAEMON_REGISTRY_PASSWORD: expected both or neither")
 		}
 		s.registry = credentials{username: user, password: password}
 	}
-	// A config.json that cannot be read fails now, not at the pull.
 	for _, img := range s.Images() {
 		if _, err := s.Auth(img); err != nil {
-			return s, err
+			return err
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // Images are the images phase 1 needs: IMAGE, and the fallback's when it

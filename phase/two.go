@@ -26,47 +26,6 @@ var (
 // file stays, for phase 1 to read why.
 var unwritableLinger = 30 * time.Second
 
-// waited is the waiter's account of the wait, logged when it starts the
-// user container.
-type waited struct {
-	User          string `json:"user_container"`
-	ActionExited  string `json:"action_exited"`
-	StartSent     string `json:"start_sent"`
-	Wait          int    `json:"wait_seconds"`
-	LateMS        int64  `json:"late_ms"` // start_sent - action_exited - wait
-	ActionRemoved bool   `json:"action_removed,omitempty"`
-}
-
-// result is what became of the user container: the waiter's last JSON
-// line, and the result file.
-type result struct {
-	Action   string    `json:"action"`
-	Image    string    `json:"image"`
-	Command  []string  `json:"command"`
-	ExitCode int       `json:"exit_code"`
-	Attempts []attempt `json:"attempts"`
-	Fallback *attempt  `json:"fallback,omitempty"`
-	// ActionExitCode is the action's, when it failed: then NotStarted
-	// says why nothing was started, and ExitCode is -1.
-	ActionExitCode *int   `json:"action_exit_code,omitempty"`
-	NotStarted     string `json:"not_started,omitempty"`
-	BootID         string `json:"boot_id,omitempty"`
-}
-
-// attempt is one run of the user container, or the fallback's.
-type attempt struct {
-	Attempt    int      `json:"attempt,omitempty"`
-	Container  string   `json:"container"`
-	Image      string   `json:"image,omitempty"`
-	Command    []string `json:"command,omitempty"`
-	ExitCode   int      `json:"exit_code"`
-	StartedAt  string   `json:"started_at,omitempty"`
-	FinishedAt string   `json:"finished_at,omitempty"`
-	LogTail    []string `json:"log_tail"`
-	LogNote    string   `json:"log_note,omitempty"`
-	Kept       bool     `json:"kept"`
-}
-
 // waiter is one run of phase 2.
 type waiter struct {
 	WaiterArgs
@@ -174,13 +133,20 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 	last := res.Attempts[len(res.Attempts)-1]
 	res.ExitCode, res.Image, res.Command = last.ExitCode, last.Image, last.Command
 	if w.FallbackContainer != "" && last.ExitCode != 0 {
-		fb, err := w.run(ctx, w.FallbackContainer, "starting the fallback", "", nil)
-		if err != nil {
-			return res, err
-		}
-		res.Fallback = &fb
-		logEvent(w.o.Stdout, "fallback exited", fb)
+		return w.runFallback(ctx, res)
 	}
+	return res, nil
+}
+
+// runFallback runs the fallback once, after the user container's last
+// run failed.
+func (w *waiter) runFallback(ctx context.Context, res result) (result, error) {
+	fb, err := w.run(ctx, w.FallbackContainer, "starting the fallback", "", nil)
+	if err != nil {
+		return res, err
+	}
+	res.Fallback = &fb
+	logEvent(w.o.Stdout, "fallback exited", fb)
 	return res, nil
 }
 

@@ -176,7 +176,7 @@ func (e *Engine) readProc(name string) string {
 // action's /<namespace>/<id>), else tinkerbell.
 func DetectNamespace() string {
 	cgroup, _ := os.ReadFile("/proc/self/cgroup")
-	return detectNamespace(strings.TrimSpace(os.Getenv("CONTAINERD_NAMESPACE")), string(cgroup))
+	return detectNamespace(strings.TrimSpace(os.Getenv(engine.EnvContainerdNamespace)), string(cgroup))
 }
 
 func detectNamespace(env, cgroup string) string {

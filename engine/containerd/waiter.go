@@ -44,9 +44,9 @@ func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 	}
 	env := append([]string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"CONTAINERD_ADDRESS=" + socket,
-		"CONTAINERD_NAMESPACE=" + e.namespace(),
-		"WAITDAEMON_ENGINE=containerd",
+		engine.EnvContainerdAddress + "=" + socket,
+		engine.EnvContainerdNamespace + "=" + e.namespace(),
+		engine.EnvEngine + "=" + engine.KindContainerd,
 	}, want.Env...)
 	spec := waiterSpec(e.namespace(), id, append([]string{"/waitdaemon"}, want.Args...), env, mounts)
 	return engine.Spec{Name: want.Name, Create: &planned{

@@ -36,7 +36,7 @@ func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 			Image:      ctr.Image,
 			Entrypoint: []string{"/waitdaemon"},
 			Cmd:        want.Args,
-			Env:        append([]string{"DOCKER_HOST=unix://" + socket}, want.Env...),
+			Env:        append([]string{engine.EnvDockerHost + "=unix://" + socket}, want.Env...),
 			Labels:     want.Labels,
 		},
 		HostConfig: dockerapi.HostConfig{
