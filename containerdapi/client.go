@@ -36,7 +36,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -46,6 +45,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // DefaultSocket is the daemon's socket used when neither Client.Socket nor
@@ -103,11 +104,11 @@ type Client struct {
 
 // DefaultWaitForEngine is how long a Client waits for a daemon that is
 // not answering yet, unless WaitForEngine says otherwise.
-const DefaultWaitForEngine = 10 * time.Second
+const DefaultWaitForEngine = socketclient.DefaultWaitForEngine
 
 // DefaultRequestTimeout is how long a unary call may take once the daemon
 // answers, unless RequestTimeout says otherwise.
-const DefaultRequestTimeout = 30 * time.Second
+const DefaultRequestTimeout = socketclient.DefaultRequestTimeout
 
 // SocketFromEnv returns the socket named by CONTAINERD_ADDRESS, trimmed of
 // surrounding spaces, or DefaultSocket when it is unset or empty.
@@ -116,19 +117,12 @@ func SocketFromEnv() (string, error) {
 }
 
 // ErrUnsupportedAddress is a CONTAINERD_ADDRESS that is not a unix socket.
-var ErrUnsupportedAddress = errors.New("only unix sockets are supported")
+var ErrUnsupportedAddress = socketclient.ErrUnsupported
 
 // ParseAddress turns a CONTAINERD_ADDRESS value (a path, or
 // unix:///path) into a socket path. Empty means DefaultSocket.
 func ParseAddress(addr string) (string, error) {
-	if addr == "" {
-		return DefaultSocket, nil
-	}
-	path := strings.TrimPrefix(addr, "unix://")
-	if !strings.HasPrefix(path, "/") {
-		return "", fmt.Errorf("CONTAINERD_ADDRESS=%q: expected /path/to/containerd.sock or unix:///path (%w)", addr, ErrUnsupportedAddress)
-	}
-	return path, nil
+	return socketclient.Address("CONTAINERD_ADDRESS", addr, DefaultSocket, "/path/to/containerd.sock or unix:///path", true)
 }
 
 func (c *Client) init() error {
@@ -149,56 +143,22 @@ func (c *Client) init() error {
 		}
 		rt := c.Transport
 		if rt == nil {
-			rt = unixTransport(c.Socket)
+			rt = socketclient.UnixTransport(c.Socket, true)
 		}
-		c.http = &retryablehttp.Client{
-			HTTPClient:   &http.Client{Transport: rt},
-			RetryWaitMin: 50 * time.Millisecond,
-			RetryWaitMax: time.Second,
-			RetryMax:     1 << 20, // bounded by time in the policy, not by count
-			CheckRetry:   retryPolicy(max(c.waitForEngine(), 0)),
-			Backoff:      retryablehttp.DefaultBackoff,
-			ErrorHandler: retryablehttp.PassthroughErrorHandler,
-		}
+		c.http = socketclient.New(rt, c.bounds(), answer)
 	})
 	return c.initErr
 }
 
-func (c *Client) waitForEngine() time.Duration {
-	if c.WaitForEngine == 0 {
-		return DefaultWaitForEngine
-	}
-	return c.WaitForEngine
-}
-
-func (c *Client) requestTimeout() time.Duration {
-	if c.RequestTimeout > 0 {
-		return c.RequestTimeout
-	}
-	return max(c.waitForEngine(), 0) + DefaultRequestTimeout
+// bounds are the client's time limits.
+func (c *Client) bounds() socketclient.Bounds {
+	return socketclient.Bounds{WaitForEngine: c.WaitForEngine, RequestTimeout: c.RequestTimeout}
 }
 
 // SocketPath returns the socket this client dials.
 func (c *Client) SocketPath() string {
 	_ = c.init()
 	return c.Socket
-}
-
-// unixTransport speaks HTTP/2 without TLS ("prior knowledge", as gRPC
-// does) to socket. It never uses a proxy.
-func unixTransport(socket string) *http.Transport {
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	d := net.Dialer{Timeout: 5 * time.Second}
-	return &http.Transport{
-		Protocols: &p,
-		Proxy:     nil,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", socket)
-		},
-		IdleConnTimeout:    30 * time.Second,
-		DisableCompression: true,
-	}
 }
 
 type leaseKey struct{}
@@ -240,7 +200,7 @@ func newRPC(name string, req, resp message, idempotent bool) *rpc {
 // callOptions adjust one call.
 type callOptions struct {
 	// tries, when set, lets the caller see how the attempts went.
-	tries *attempts
+	tries *socketclient.Attempts
 	// long exempts a call that waits on the daemon (Tasks/Wait, a pull)
 	// from RequestTimeout.
 	long bool
@@ -254,16 +214,16 @@ func (c *Client) call(ctx context.Context, r *rpc, in, out message, opts callOpt
 		return err
 	}
 	if !opts.long {
-		limit := c.requestTimeout()
+		limit := c.bounds().Request()
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w: no answer within %v", context.DeadlineExceeded, limit))
 		defer cancel()
 	}
 	tries := opts.tries
 	if tries == nil {
-		tries = &attempts{}
+		tries = &socketclient.Attempts{}
 	}
-	tries.idempotent = r.idempotent
+	tries.Repeatable = r.idempotent
 	c.traceRequest(ctx, r, in)
 	body := frame(marshal(in))
 	resp, err := c.send(ctx, r, body, tries)
@@ -310,8 +270,8 @@ func (c *Client) call(ctx context.Context, r *rpc, in, out message, opts callOpt
 // send makes one HTTP/2 request for r, with retries, and returns the
 // response once its headers are in. body is a []byte (unary, server
 // streams) or a retryablehttp.ReaderFunc (a client stream).
-func (c *Client) send(ctx context.Context, r *rpc, body any, tries *attempts) (*http.Response, error) {
-	req, err := retryablehttp.NewRequestWithContext(withPolicy(ctx, tries), http.MethodPost, fakeHost+"/"+r.name, body)
+func (c *Client) send(ctx context.Context, r *rpc, body any, tries *socketclient.Attempts) (*http.Response, error) {
+	req, err := retryablehttp.NewRequestWithContext(socketclient.WithAttempts(ctx, tries), http.MethodPost, fakeHost+"/"+r.name, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.name, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"time"
+
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // Container is containerd.services.containers.v1.Container: metadata
@@ -150,9 +152,9 @@ func quoteFilter(s string) string {
 // AlreadyExists (errors.Is(err, ErrAlreadyExists)).
 func (c *Client) ContainerCreate(ctx context.Context, ctr Container) (Container, error) {
 	var out containerMsg
-	tries := &attempts{}
+	tries := &socketclient.Attempts{}
 	err := c.call(ctx, containersCreate, &containerMsg{Container: ctr}, &out, callOptions{tries: tries})
-	if err != nil && tries.ambiguous && errors.Is(err, ErrAlreadyExists) {
+	if err != nil && tries.Ambiguous && errors.Is(err, ErrAlreadyExists) {
 		if there, gerr := c.ContainerGet(ctx, ctr.ID); gerr == nil && maps.Equal(there.Labels, ctr.Labels) {
 			return there, nil
 		}

@@ -140,7 +140,7 @@ const maxBlob = 8 << 20
 // ContentRead returns the blob digest from the content store, whole. It
 // is meant for manifests and configs: it refuses more than 8 MiB.
 func (c *Client) ContentRead(ctx context.Context, digest string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.requestTimeout())
+	ctx, cancel := context.WithTimeout(ctx, c.bounds().Request())
 	defer cancel()
 	s, err := c.openStream(ctx, contentRead, &readContentRequest{Digest: digest}, false)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // DefaultHostDir is where CaptainOS writes a registry's hosts.toml (for
@@ -224,7 +226,7 @@ func (c *Client) Pull(ctx context.Context, req PullRequest) error {
 		if err == nil {
 			return nil
 		}
-		if try > maxRetries || !brokenOff(err) || ctx.Err() != nil {
+		if try > socketclient.MaxRetries || !brokenOff(err) || ctx.Err() != nil {
 			return fmt.Errorf("pulling image %s: %w", req.Ref, err)
 		}
 		// The pull broke off (a lost connection, a daemon restarting): its

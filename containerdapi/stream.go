@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // stream is one streaming call: a server stream (one request, many
@@ -47,7 +49,7 @@ func (c *Client) openStream(ctx context.Context, r *rpc, first message, bidi boo
 		// dial, which is retried.
 		body = retryablehttp.ReaderFunc(func() (io.Reader, error) { return struct{ io.Reader }{s.out}, nil })
 	}
-	tries := &attempts{idempotent: r.idempotent}
+	tries := &socketclient.Attempts{Repeatable: r.idempotent}
 	go func() {
 		s.resp, s.err = c.send(ctx, r, body, tries)
 		if s.err == nil {

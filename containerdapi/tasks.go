@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // TaskStatus is containerd.v1.types.Status.
@@ -197,13 +199,13 @@ func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint
 	req := &createTaskRequest{ContainerID: id, Rootfs: spec.Rootfs, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, Terminal: spec.Terminal}
 	for try := 0; ; try++ {
 		var out createTaskResponse
-		tries := &attempts{}
+		tries := &socketclient.Attempts{}
 		err := c.call(ctx, tasksCreate, req, &out, callOptions{tries: tries})
 		if err == nil {
 			return out.Pid, nil
 		}
 		lost := lostAnswer(err, tries)
-		if !lost && !(try > 0 && errors.Is(err, ErrAlreadyExists)) || try == maxRetries {
+		if !lost && !(try > 0 && errors.Is(err, ErrAlreadyExists)) || try == socketclient.MaxRetries {
 			return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
 		}
 		p, gerr := c.TaskGet(ctx, id)
@@ -229,13 +231,13 @@ func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint
 func (c *Client) TaskStart(ctx context.Context, id string) (uint32, error) {
 	for try := 0; ; try++ {
 		var out startResponse
-		tries := &attempts{}
+		tries := &socketclient.Attempts{}
 		err := c.call(ctx, tasksStart, &taskRequest{ContainerID: id}, &out, callOptions{tries: tries})
 		if err == nil {
 			return out.Pid, nil
 		}
 		lost := lostAnswer(err, tries)
-		if !lost && try == 0 || try == maxRetries {
+		if !lost && try == 0 || try == socketclient.MaxRetries {
 			return 0, fmt.Errorf("starting the task of container %q: %w", id, err)
 		}
 		// A lost answer, or a retry's failure that may be the lost

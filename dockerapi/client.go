@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,6 +19,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // DefaultSocket is the engine socket used when neither Client.Socket nor
@@ -68,22 +69,15 @@ type Client struct {
 
 // DefaultWaitForEngine is how long a Client waits for an engine that is not
 // answering yet, unless WaitForEngine says otherwise.
-const DefaultWaitForEngine = 10 * time.Second
+const DefaultWaitForEngine = socketclient.DefaultWaitForEngine
 
 // DefaultRequestTimeout is how long a call that is not a stream may take
 // once the engine answers, unless RequestTimeout says otherwise.
-const DefaultRequestTimeout = 30 * time.Second
+const DefaultRequestTimeout = socketclient.DefaultRequestTimeout
 
-// requestTimeout is the bound of a call that is not a stream.
-func (c *Client) requestTimeout() time.Duration {
-	if c.RequestTimeout > 0 {
-		return c.RequestTimeout
-	}
-	wait := c.WaitForEngine
-	if wait == 0 {
-		wait = DefaultWaitForEngine
-	}
-	return max(wait, 0) + DefaultRequestTimeout
+// bounds are the client's time limits.
+func (c *Client) bounds() socketclient.Bounds {
+	return socketclient.Bounds{WaitForEngine: c.WaitForEngine, RequestTimeout: c.RequestTimeout}
 }
 
 // SocketFromEnv returns the socket path named by DOCKER_HOST, trimmed of
@@ -94,18 +88,11 @@ func SocketFromEnv() (string, error) {
 }
 
 // ErrUnsupportedHost is a DOCKER_HOST that is not unix:///path.
-var ErrUnsupportedHost = errors.New("only unix sockets are supported")
+var ErrUnsupportedHost = socketclient.ErrUnsupported
 
 // ParseHost turns a DOCKER_HOST value into a socket path.
 func ParseHost(host string) (string, error) {
-	if host == "" {
-		return DefaultSocket, nil
-	}
-	path, ok := strings.CutPrefix(host, "unix://")
-	if !ok || path == "" {
-		return "", fmt.Errorf("DOCKER_HOST=%q: expected unix:///path/to/docker.sock (%w)", host, ErrUnsupportedHost)
-	}
-	return path, nil
+	return socketclient.Address("DOCKER_HOST", host, DefaultSocket, "unix:///path/to/docker.sock", false)
 }
 
 func (c *Client) init() error {
@@ -118,45 +105,17 @@ func (c *Client) init() error {
 		}
 		rt := c.Transport
 		if rt == nil {
-			rt = unixTransport(c.Socket)
+			rt = socketclient.UnixTransport(c.Socket, false)
 		}
 		if c.Trace != nil {
 			rt = &tracer{next: rt, w: c.Trace}
 		}
-		wait := c.WaitForEngine
-		if wait == 0 {
-			wait = DefaultWaitForEngine
-		}
-		c.http = &retryablehttp.Client{
-			HTTPClient:   &http.Client{Transport: rt},
-			Logger:       nil,
-			RetryWaitMin: 50 * time.Millisecond,
-			RetryWaitMax: time.Second,
-			RetryMax:     1 << 20, // bounded by time in the policy, not by count
-			CheckRetry:   retryPolicy(max(wait, 0)),
-			Backoff:      cappedBackoff,
-			ErrorHandler: retryablehttp.PassthroughErrorHandler,
-		}
+		c.http = socketclient.New(rt, c.bounds(), answer)
 		if c.Version != "" {
 			c.version = c.Version
 		}
 	})
 	return c.initErr
-}
-
-// unixTransport dials socket for every request. It never uses a proxy.
-func unixTransport(socket string) *http.Transport {
-	d := net.Dialer{Timeout: 5 * time.Second}
-	return &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", socket)
-		},
-		MaxIdleConns:          4,
-		IdleConnTimeout:       30 * time.Second,
-		ResponseHeaderTimeout: 0, // wait and pull answer late; contexts bound them
-		DisableCompression:    true,
-	}
 }
 
 // SocketPath returns the socket this client dials.
@@ -182,7 +141,7 @@ type request struct {
 	// raw skips the version prefix (for _ping and paths that carry one).
 	raw bool
 	// tries, when set, lets the caller see how the attempts went.
-	tries *attempts
+	tries *socketclient.Attempts
 	// stream exempts a call that waits on the engine's events (a
 	// container wait) from RequestTimeout.
 	stream bool
@@ -222,10 +181,10 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	}
 	tries := r.tries
 	if tries == nil {
-		tries = &attempts{}
+		tries = &socketclient.Attempts{}
 	}
-	tries.repeat = r.repeat
-	req, err := retryablehttp.NewRequestWithContext(withPolicy(ctx, tries), r.method, u, reader)
+	tries.Repeatable = r.repeat != never
+	req, err := retryablehttp.NewRequestWithContext(socketclient.WithAttempts(ctx, tries), r.method, u, reader)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
 	}
@@ -256,17 +215,17 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 // do sends r and decodes a JSON answer into out (when out is non-nil).
 func (c *Client) do(ctx context.Context, r request, out any) error {
 	if !r.stream {
-		limit := c.requestTimeout()
+		limit := c.bounds().Request()
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w: no answer within %v", context.DeadlineExceeded, limit))
 		defer cancel()
 	}
 	if r.tries == nil {
-		r.tries = &attempts{}
+		r.tries = &socketclient.Attempts{}
 	}
 	resp, err := c.send(ctx, r)
 	var e *Error
-	if errors.As(err, &e) && r.tries.ambiguous && r.doneEarlier(e) {
+	if errors.As(err, &e) && r.tries.Ambiguous && r.doneEarlier(e) {
 		return nil
 	}
 	if err != nil {

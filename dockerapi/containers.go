@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // ContainerInspect returns the container named or identified by id.
@@ -36,7 +38,7 @@ func (c *Client) ContainerCreate(ctx context.Context, name string, body CreateRe
 		q.Set("name", name)
 	}
 	var out CreateResponse
-	tries := &attempts{}
+	tries := &socketclient.Attempts{}
 	rep := never
 	if name != "" {
 		rep = adopted
@@ -45,7 +47,7 @@ func (c *Client) ContainerCreate(ctx context.Context, name string, body CreateRe
 		method: http.MethodPost, path: "/containers/create", query: q, body: body,
 		ok: []int{201}, repeat: rep, tries: tries,
 	}, &out)
-	if err != nil && name != "" && tries.ambiguous && errors.Is(err, ErrConflict) {
+	if err != nil && name != "" && tries.Ambiguous && errors.Is(err, ErrConflict) {
 		if there, ierr := c.ContainerInspect(ctx, name); ierr == nil && hasLabels(there.Config.Labels, body.Labels) {
 			return CreateResponse{ID: there.ID}, nil
 		}

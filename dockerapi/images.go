@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // ImageInspect returns the image named by ref (a name:tag, a name@digest,
@@ -86,7 +88,7 @@ func (c *Client) ImagePull(ctx context.Context, ref imageref.Ref, auth *AuthConf
 		resp.Body.Close()
 		// A stream that broke off is asked for again, a few times: the
 		// engine keeps the layers it already has.
-		if errors.Is(err, errBroken) && ctx.Err() == nil && broken < maxRetries {
+		if errors.Is(err, errBroken) && ctx.Err() == nil && broken < socketclient.MaxRetries {
 			continue
 		}
 		if err != nil {

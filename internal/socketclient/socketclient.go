@@ -1,0 +1,207 @@
+// Package socketclient is what the two engine clients, dockerapi and
+// containerdapi, share: the engine's socket and the variable that names
+// it, the unix transport, the retrying HTTP client with its bounds and
+// backoff, waiting for an engine that is not up yet, and how many times
+// what may be tried again is. Each client keeps only its own rule: what
+// its answers mean (Rule), and which of its calls are safe to send again.
+package socketclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// DefaultWaitForEngine is how long a client waits for an engine that is
+// not answering yet, unless told otherwise.
+const DefaultWaitForEngine = 10 * time.Second
+
+// DefaultRequestTimeout is how long a call that does not wait on the
+// engine's events may take once the engine answers, unless told
+// otherwise.
+const DefaultRequestTimeout = 30 * time.Second
+
+// MaxRetries bounds the retries of anything but an engine not up yet.
+const MaxRetries = 4
+
+// ErrUnsupported is a socket address that is not a unix socket.
+var ErrUnsupported = errors.New("only unix sockets are supported")
+
+// Address is the socket path of value, the variable's value: unix:///path,
+// or (bare) a plain /path too; empty means fallback. expected says what
+// a good value looks like.
+func Address(variable, value, fallback, expected string, bare bool) (string, error) {
+	if value == "" {
+		return fallback, nil
+	}
+	path, ok := strings.CutPrefix(value, "unix://")
+	if !ok && bare {
+		path, ok = value, true
+	}
+	if !ok || !strings.HasPrefix(path, "/") {
+		return "", fmt.Errorf("%s=%q: expected %s (%w)", variable, value, expected, ErrUnsupported)
+	}
+	return path, nil
+}
+
+// UnixTransport dials socket whatever a request's URL says, never through
+// a proxy; h2c speaks HTTP/2 without TLS ("prior knowledge", as gRPC
+// does), else HTTP/1.1.
+func UnixTransport(socket string, h2c bool) *http.Transport {
+	d := net.Dialer{Timeout: 5 * time.Second}
+	t := &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", socket)
+		},
+		MaxIdleConns:          4,
+		IdleConnTimeout:       30 * time.Second,
+		ResponseHeaderTimeout: 0, // waits and pulls answer late; contexts bound them
+		DisableCompression:    true,
+	}
+	if h2c {
+		var p http.Protocols
+		p.SetUnencryptedHTTP2(true)
+		t.Protocols = &p
+	}
+	return t
+}
+
+// Bounds are a client's time limits: WaitForEngine bounds how long calls
+// are retried while the socket is missing or refuses connections (zero:
+// DefaultWaitForEngine; negative: do not wait); RequestTimeout bounds
+// each call that does not wait on the engine's events, retries included
+// (zero: DefaultRequestTimeout beyond the wait for the engine).
+type Bounds struct {
+	WaitForEngine  time.Duration
+	RequestTimeout time.Duration
+}
+
+// Wait is how long calls wait for an engine not up yet.
+func (b Bounds) Wait() time.Duration {
+	if b.WaitForEngine == 0 {
+		return DefaultWaitForEngine
+	}
+	return max(b.WaitForEngine, 0)
+}
+
+// Request is the bound of one call that does not wait on events.
+func (b Bounds) Request() time.Duration {
+	if b.RequestTimeout > 0 {
+		return b.RequestTimeout
+	}
+	return b.Wait() + DefaultRequestTimeout
+}
+
+// Answer is what a client's Rule makes of an answer that came.
+type Answer int
+
+const (
+	// Final: the engine's answer, not tried again.
+	Final Answer = iota
+	// MayHaveActed: the engine may have done the work (Docker's 503,
+	// gRPC's UNAVAILABLE); tried again only if the call may be repeated.
+	MayHaveActed
+	// Busy: the engine did nothing and asks to be tried again (429).
+	Busy
+)
+
+// Rule is a client's reading of the answers that came.
+type Rule func(*http.Response) Answer
+
+// Attempts is the retry state of one call, which the client's funnel
+// sets and then reads.
+type Attempts struct {
+	// Repeatable: the call may be sent again once an attempt may have
+	// reached the engine.
+	Repeatable bool
+	// Ambiguous is set once an attempt failed after the request may have
+	// reached the engine: a repeat may then meet its own work.
+	Ambiguous bool
+	started   time.Time
+	retries   int
+}
+
+type attemptsKey struct{}
+
+// WithAttempts is ctx carrying a, for the client's policy: the call's
+// attempts start now.
+func WithAttempts(ctx context.Context, a *Attempts) context.Context {
+	a.started = time.Now()
+	return context.WithValue(ctx, attemptsKey{}, a)
+}
+
+// New is the retrying client of one engine client, on rt: the one retry
+// policy of both, decided after each attempt:
+//   - an engine that is not listening yet (socket missing, connection
+//     refused) is retried for up to b.Wait(), whatever the call, since
+//     the request never reached it;
+//   - a connection that broke after the request may have reached the
+//     engine, and an answer the rule says the engine may have acted on,
+//     are retried a few times for calls that may be repeated;
+//   - an answer the rule calls busy is retried a few times;
+//   - nothing else is.
+func New(rt http.RoundTripper, b Bounds, rule Rule) *retryablehttp.Client {
+	return &retryablehttp.Client{
+		HTTPClient:   &http.Client{Transport: rt},
+		RetryWaitMin: 50 * time.Millisecond,
+		RetryWaitMax: time.Second,
+		RetryMax:     1 << 20, // bounded by time and MaxRetries in the policy, not by count
+		CheckRetry:   policy(b.Wait(), rule),
+		Backoff:      cappedBackoff,
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+	}
+}
+
+func policy(waitForEngine time.Duration, rule Rule) retryablehttp.CheckRetry {
+	return func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		a, _ := ctx.Value(attemptsKey{}).(*Attempts)
+		if a == nil {
+			a = &Attempts{started: time.Now()}
+		}
+		answer := Final
+		switch {
+		case err != nil && EngineNotUp(err):
+			return time.Since(a.started) < waitForEngine, nil
+		case err != nil:
+			answer = MayHaveActed
+		default:
+			answer = rule(resp)
+		}
+		if answer == MayHaveActed {
+			a.Ambiguous = true
+		}
+		if answer == Final || answer == MayHaveActed && !a.Repeatable || a.retries >= MaxRetries {
+			return false, nil
+		}
+		a.retries++
+		return true, nil
+	}
+}
+
+// EngineNotUp reports a dial that failed because nothing listens on the
+// socket yet: it does not exist, or refuses connections.
+func EngineNotUp(err error) bool {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" {
+		return false
+	}
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// cappedBackoff is exponential backoff between min and max that honours
+// an engine's Retry-After only up to max.
+func cappedBackoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
+	return time.Duration(math.Min(float64(retryablehttp.DefaultBackoff(min, max, attempt, resp)), float64(max)))
+}

@@ -1,0 +1,139 @@
+package socketclient
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// docker reads answers as Docker's client does.
+func docker(resp *http.Response) Answer {
+	switch resp.StatusCode {
+	case 503:
+		return MayHaveActed
+	case 429:
+		return Busy
+	}
+	return Final
+}
+
+func TestRetryPolicy(t *testing.T) {
+	dialErr := func(errno syscall.Errno) error {
+		return &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", errno)}
+	}
+	resp := func(status int) *http.Response { return &http.Response{StatusCode: status} }
+	const wait = time.Second
+	cases := []struct {
+		name       string
+		idempotent bool
+		age        time.Duration // since the call started
+		retries    int           // retries so far
+		resp       *http.Response
+		err        error
+		want       bool
+		wantRetry  int  // retries after the decision
+		wantAmbig  bool // the attempt may have reached the engine
+	}{
+		{name: "missing socket", err: dialErr(syscall.ENOENT), want: true},
+		{name: "missing socket, many retries", retries: 50, err: dialErr(syscall.ENOENT), want: true, wantRetry: 50},
+		{name: "missing socket, waited enough", age: wait, err: dialErr(syscall.ENOENT), want: false},
+		{name: "refused", err: dialErr(syscall.ECONNREFUSED), want: true},
+		{name: "refused, waited enough", age: 2 * wait, err: dialErr(syscall.ECONNREFUSED), want: false},
+		{name: "reset, idempotent", idempotent: true, err: io.ErrUnexpectedEOF, want: true, wantRetry: 1, wantAmbig: true},
+		{name: "reset, idempotent, last retry", idempotent: true, retries: 3, err: io.EOF, want: true, wantRetry: 4, wantAmbig: true},
+		{name: "reset, idempotent, retries spent", idempotent: true, retries: 4, err: io.EOF, want: false, wantRetry: 4, wantAmbig: true},
+		{name: "reset, not idempotent", err: io.EOF, want: false, wantAmbig: true},
+		{name: "503, idempotent", idempotent: true, resp: resp(503), want: true, wantRetry: 1, wantAmbig: true},
+		{name: "503, not idempotent", resp: resp(503), want: false, wantAmbig: true},
+		{name: "429", resp: resp(429), want: true, wantRetry: 1},
+		{name: "503, retries spent", idempotent: true, resp: resp(503), retries: 4, want: false, wantRetry: 4, wantAmbig: true},
+		{name: "500", idempotent: true, resp: resp(500), want: false},
+		{name: "502", idempotent: true, resp: resp(502), want: false},
+		{name: "404", idempotent: true, resp: resp(404), want: false},
+		{name: "200", idempotent: true, resp: resp(200), want: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &Attempts{Repeatable: tc.idempotent}
+			ctx := WithAttempts(context.Background(), a)
+			a.started = a.started.Add(-tc.age)
+			a.retries = tc.retries
+			got, err := policy(wait, docker)(ctx, tc.resp, tc.err)
+			if got != tc.want || err != nil {
+				t.Errorf("retry = %v, %v; want %v, nil", got, err, tc.want)
+			}
+			if a.retries != tc.wantRetry || a.Ambiguous != tc.wantAmbig {
+				t.Errorf("after: retries %d ambiguous %v; want %d %v", a.retries, a.Ambiguous, tc.wantRetry, tc.wantAmbig)
+			}
+		})
+	}
+	t.Run("canceled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(WithAttempts(context.Background(), &Attempts{Repeatable: true}))
+		cancel()
+		got, err := policy(wait, docker)(ctx, resp(503), nil)
+		if got || !errors.Is(err, context.Canceled) {
+			t.Errorf("retry = %v, %v; want false, context.Canceled", got, err)
+		}
+	})
+	t.Run("no wait", func(t *testing.T) {
+		ctx := WithAttempts(context.Background(), &Attempts{})
+		if got, err := policy(0, docker)(ctx, nil, dialErr(syscall.ENOENT)); got || err != nil {
+			t.Errorf("retry = %v, %v; want false, nil", got, err)
+		}
+	})
+}
+
+// TestBounds: a call's bound is RequestTimeout, else the wait for the
+// engine (its default when unset, none when negative) and 30 s more.
+func TestBounds(t *testing.T) {
+	cases := []struct {
+		request, wait, want, wantWait time.Duration
+	}{
+		{time.Second, time.Minute, time.Second, time.Minute},
+		{0, 0, DefaultWaitForEngine + DefaultRequestTimeout, DefaultWaitForEngine},
+		{0, 5 * time.Second, 5*time.Second + DefaultRequestTimeout, 5 * time.Second},
+		{0, -1, DefaultRequestTimeout, 0},
+	}
+	for _, tc := range cases {
+		b := Bounds{RequestTimeout: tc.request, WaitForEngine: tc.wait}
+		if got, wait := b.Request(), b.Wait(); got != tc.want || wait != tc.wantWait {
+			t.Errorf("%+v: Request() = %v, Wait() = %v; want %v, %v", b, got, wait, tc.want, tc.wantWait)
+		}
+	}
+}
+
+func TestAddress(t *testing.T) {
+	cases := []struct {
+		value     string
+		bare      bool
+		want      string
+		wantError bool
+	}{
+		{"", false, "/fallback.sock", false},
+		{"unix:///run/docker.sock", false, "/run/docker.sock", false},
+		{"/run/docker.sock", false, "", true},
+		{"/run/containerd.sock", true, "/run/containerd.sock", false},
+		{"unix:///run/containerd.sock", true, "/run/containerd.sock", false},
+		{"tcp://10.0.0.1:2375", false, "", true},
+		{"tcp://10.0.0.1:2375", true, "", true},
+		{"unix://", false, "", true},
+		{"unix://relative.sock", true, "", true},
+		{"relative.sock", true, "", true},
+	}
+	for _, tc := range cases {
+		got, err := Address("X_HOST", tc.value, "/fallback.sock", "unix:///path", tc.bare)
+		if got != tc.want || (err != nil) != tc.wantError {
+			t.Errorf("Address(%q, bare %v) = %q, %v; want %q, error %v", tc.value, tc.bare, got, err, tc.want, tc.wantError)
+		}
+		if err != nil && (!errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), `X_HOST="`+tc.value+`": expected unix:///path`)) {
+			t.Errorf("Address(%q) error %q: want it to name the variable, its value and what is expected", tc.value, err)
+		}
+	}
+}
