@@ -369,10 +369,6 @@ func startRecording(t testing.TB, file, engine string, codec Codec) *Session {
 	rec := &recorder{t: t, next: base, codec: codec}
 	t.Cleanup(func() {
 		base.CloseIdleConnections()
-		if t.Failed() {
-			t.Logf("not writing %s: the test failed", file)
-			return
-		}
 		rec.mu.Lock()
 		f := Fixture{Engine: engine, Calls: rec.calls}
 		rec.mu.Unlock()
@@ -385,21 +381,7 @@ func startRecording(t testing.TB, file, engine string, codec Codec) *Session {
 				}
 			}
 		}
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false) // "<redacted>" stays readable
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(f); err != nil {
-			t.Fatal(err)
-		}
-		data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, append(data, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("recorded %d calls in %s", len(f.Calls), file)
+		rr.Save(t, file, f, nil, fmt.Sprintf("%d calls", len(f.Calls)))
 	})
 	return &Session{Socket: sock, Transport: rec}
 }

@@ -268,10 +268,6 @@ func startRecording(t testing.TB, file, engine string) *Session {
 	}}
 	rec := &recorder{next: base}
 	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("not writing %s: the test failed", file)
-			return
-		}
 		server := ""
 		for _, e := range rec.ex {
 			if s := e.Response.Headers["Server"]; s != "" {
@@ -280,18 +276,7 @@ func startRecording(t testing.TB, file, engine string) *Session {
 			}
 		}
 		f := Fixture{Engine: engine + " (" + server + ")", Exchanges: rec.ex}
-		data, err := json.MarshalIndent(f, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		data = Scrub(data)
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, append(data, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("recorded %d exchanges in %s", len(rec.ex), file)
+		Save(t, file, f, Scrub, fmt.Sprintf("%d exchanges", len(rec.ex)))
 	})
 	return &Session{Socket: sock, Transport: rec}
 }
@@ -335,6 +320,34 @@ var (
 	timestamp = regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 	unixTime  = regexp.MustCompile(`"(Created|created)": \d{9,}`)
 )
+
+// Save writes a fixture to file, once its test has passed: indented JSON
+// ("<redacted>" stays readable), through scrub when it is not nil.
+// recorded says what it holds, for the test's log.
+func Save(t testing.TB, file string, fixture any, scrub func([]byte) []byte, recorded string) {
+	if t.Failed() {
+		t.Logf("not writing %s: the test failed", file)
+		return
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(fixture); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	if scrub != nil {
+		data = scrub(data)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded %s in %s", recorded, file)
+}
 
 // Scrub replaces what differs from one recording to the next: random
 // 64-hex IDs (and their 12-character short forms) become stable,
