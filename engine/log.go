@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -25,4 +26,21 @@ func Log(w io.Writer, msg string, details any) {
 		line = append(line, fields[1:]...)
 	}
 	_, _ = w.Write(append(line, '\n'))
+}
+
+// Tail returns the last n lines of s as a terminal shows them: a
+// carriage return inside a line (a progress bar's, or a TTY's line end
+// whose newline Podman's log lost) starts it over, so what follows the
+// last one is the line.
+func Tail(s string, n int) []string {
+	lines := strings.Split(strings.TrimRight(strings.ReplaceAll(s, "\r\n", "\n"), "\r\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return []string{}
+	}
+	lines = lines[max(0, len(lines)-n):]
+	for i, l := range lines {
+		l = strings.TrimRight(l, "\r")
+		lines[i] = l[strings.LastIndexByte(l, '\r')+1:]
+	}
+	return lines
 }

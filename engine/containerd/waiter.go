@@ -13,7 +13,6 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/engine/docker"
 	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
 )
 
@@ -343,7 +342,7 @@ func (e *Engine) Follow(ctx context.Context, ref string, sent time.Time, tail in
 		if err != nil {
 			engine.Log(e.Log, "could not read a container's output", map[string]string{"container": ref, "error": err.Error()})
 		}
-		run.Output = docker.Tail(out, tail)
+		run.Output = engine.Tail(out, tail)
 	}
 	return run, nil
 }

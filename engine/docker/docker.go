@@ -497,24 +497,8 @@ func (e *Engine) Follow(ctx context.Context, id string, sent time.Time, tail int
 		if err != nil {
 			return r, err
 		}
-		r.Output = Tail(out.String(), tail)
+		r.Output = engine.Tail(out.String(), tail)
 	}
 	return r, nil
 }
 
-// Tail returns the last n lines of s as a terminal shows them: a
-// carriage return inside a line (a progress bar's, or a TTY's line end
-// whose newline Podman's log lost) starts it over, so what follows the
-// last one is the line.
-func Tail(s string, n int) []string {
-	lines := strings.Split(strings.TrimRight(strings.ReplaceAll(s, "\r\n", "\n"), "\r\n"), "\n")
-	if len(lines) == 1 && lines[0] == "" {
-		return []string{}
-	}
-	lines = lines[max(0, len(lines)-n):]
-	for i, l := range lines {
-		l = strings.TrimRight(l, "\r")
-		lines[i] = l[strings.LastIndexByte(l, '\r')+1:]
-	}
-	return lines
-}
