@@ -116,6 +116,10 @@ type sweeper interface {
 	run(t *testing.T, n int, call sweepCall, kind sweepKind, out string) sweepRun
 	// keepsWaiter: after the hand-off, the stopped waiter may stay.
 	keepsWaiter() bool
+	// prepare makes the engine's state before the recording what it is
+	// during the sweep, so that the recording makes every call the
+	// sweep's runs do.
+	prepare(t *testing.T)
 }
 
 // TestFaultSweep runs the sweep on Docker 20.10 and on containerd, with
@@ -140,10 +144,11 @@ const (
 
 func sweep(t *testing.T, s sweeper) {
 	start := time.Now()
+	s.prepare(t)
 	out := t.TempDir()
 	rec := s.run(t, 0, sweepCall{}, faultRefused, out)
 	if checkSweepRun(t, s, rec, out) != outcomeRan || t.Failed() {
-		t.Fatalf("the recording run did not hand off and run everything")
+		t.Fatalf("the recording run did not hand off and run everything; phase 1 (exit %d):\n%s\nproxy:\n%s", rec.exit, rec.phase1, rec.proxyLog)
 	}
 	if len(rec.calls) < minSweepCalls {
 		t.Fatalf("the recording has %d calls, want at least %d: %v\nproxy:\n%s", len(rec.calls), minSweepCalls, rec.calls, rec.proxyLog)
@@ -354,6 +359,9 @@ type dockerSweeper struct{ c *dockerapi.Client }
 
 func (dockerSweeper) keepsWaiter() bool { return false }
 
+// prepare has nothing to do: a waiter on Docker removes itself.
+func (dockerSweeper) prepare(*testing.T) {}
+
 var (
 	hexID      = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
 	createName = regexp.MustCompile(`^POST /containers/create\?name=\S*-waitdaemon-(\w+): 201`)
@@ -380,7 +388,7 @@ func (d dockerSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKind, 
 		p.add(f)
 	}
 	p.listen()
-	env := sweepEnv("/out/result.json")
+	env := sweepEnv(filepath.Join(out, "result.json"))
 	k, v := p.env()
 	env[k], env["IMAGE"], env["WAITDAEMON_FALLBACK_IMAGE"] = v, probeImage, probeImage
 	r := runAction(t, d.c, tinkAgent, action{
@@ -413,6 +421,22 @@ type containerdSweeper struct{ r containerdRig }
 
 func (containerdSweeper) keepsWaiter() bool { return true }
 
+// prepare leaves one stopped waiter of another action, and that one
+// alone (its own waiter removes the others), as the sweep's actions leave
+// theirs: the recording's waiter then removes it, as a waiter removes
+// the stopped waiters of other actions once its user container has run.
+func (s containerdSweeper) prepare(t *testing.T) {
+	t.Helper()
+	r := s.r.run(t, tinkAgent, action{
+		name: "e2e sweep other", pid: "host", volumes: []string{t.TempDir() + ":/out"},
+		env: map[string]string{"IMAGE": "docker.io/library/" + probeImage, "WAIT_SECONDS": "0"},
+	})
+	if r.ExitCode != 0 {
+		t.Fatalf("the action before the recording exited %d:\n%s", r.ExitCode, r.Logs)
+	}
+	waitDone(t, s.r, r.ID, 30*time.Second)
+}
+
 var cdCreated = regexp.MustCompile(`(?m)^Containers/Create (\S*-waitdaemon-(\w+)-[0-9a-f]{8}): OK`)
 
 func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKind, out string) sweepRun {
@@ -420,10 +444,11 @@ func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKi
 	p := newGRPCFaultProxy(t)
 	name := fmt.Sprintf("e2e sweep %d", n)
 	full := "tinkerbell_" + sanitize(name) + "_e2e"
-	own := regexp.MustCompile(regexp.QuoteMeta(full) + `(-waitdaemon-\w+)-[0-9a-f]{8}`)
+	own := regexp.MustCompile(regexp.QuoteMeta(full) + `(-waitdaemon-\w+)(-[0-9a-f]{8})?`)
 	p.norm = func(x string) string {
 		x = own.ReplaceAllString(x, "{action}$1")
-		return hexID.ReplaceAllString(x, "{id}")
+		x = otherWaitdaemon.ReplaceAllString(x, "{other}$1")
+		return hexID.ReplaceAllString(strings.ReplaceAll(x, full, "{action}"), "{id}")
 	}
 	if call.key != "" {
 		p.add(&grpcFault{call: call, kind: map[sweepKind]grpcFaultKind{faultRefused: resetUnsent, faultLost: lostAnswer, faultTransient: unavailable}[kind]})
@@ -458,6 +483,10 @@ func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKi
 	p.mu.Unlock()
 	return res
 }
+
+// otherWaitdaemon matches the ID of a container another action's phase 1
+// made.
+var otherWaitdaemon = regexp.MustCompile(`\S+(-waitdaemon-\w+)-[0-9a-f]{8}\b`)
 
 // containerdSocketInAction is where the action (and the waiter) find
 // containerd's socket.
