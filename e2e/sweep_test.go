@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
+	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 	"github.com/waitdaemon/waitdaemon/phase"
 )
 
@@ -168,6 +171,7 @@ func sweep(t *testing.T, s sweeper) {
 	var mu sync.Mutex
 	outcomes := map[sweepOutcome]int{}
 	byKind := map[sweepKind]map[sweepOutcome]int{}
+	var notRan []string // the runs that did not hand off and run everything
 	var wg sync.WaitGroup
 	for range sweepParallel {
 		wg.Add(1)
@@ -185,6 +189,9 @@ func sweep(t *testing.T, s sweeper) {
 							outcome = outcomeViolated
 						}
 						outcomes[outcome]++
+						if outcome != outcomeRan {
+							notRan = append(notRan, fmt.Sprintf("  %s, %s: %s", c.call, c.kind, outcome))
+						}
 						if byKind[c.kind] == nil {
 							byKind[c.kind] = map[sweepOutcome]int{}
 						}
@@ -219,11 +226,12 @@ func sweep(t *testing.T, s sweeper) {
 		sort.Strings(parts)
 		summary = append(summary, fmt.Sprintf("  %s: %s", kind, strings.Join(parts, ", ")))
 	}
-	t.Logf("the sweep: %d calls × %d faults = %d runs in %v: %d %s, %d %s, %d %s, %d %s\n%s",
+	slices.Sort(notRan)
+	t.Logf("the sweep: %d calls × %d faults = %d runs in %v: %d %s, %d %s, %d %s, %d %s\n%s\nthe runs that did not hand off and run everything:\n%s",
 		len(rec.calls), len(sweepKinds), n, time.Since(start).Round(time.Second),
 		outcomes[outcomeRan], outcomeRan, outcomes[outcomeFailed], outcomeFailed,
 		outcomes[outcomeNotMet], outcomeNotMet, outcomes[outcomeViolated], outcomeViolated,
-		strings.Join(summary, "\n"))
+		strings.Join(summary, "\n"), strings.Join(notRan, "\n"))
 }
 
 // checkSweepRun checks the invariants on r, and says how it ended.
@@ -454,18 +462,28 @@ func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKi
 		p.add(&grpcFault{call: call, kind: map[sweepKind]grpcFaultKind{faultRefused: resetUnsent, faultLost: lostAnswer, faultTransient: unavailable}[kind]})
 	}
 	p.listen()
-	env := sweepEnv(filepath.Join(out, "result.json"))
-	env["IMAGE"] = "docker.io/library/" + probeImage
-	env["WAITDAEMON_FALLBACK_IMAGE"] = env["IMAGE"]
-	r := s.r.run(t, tinkAgent, action{
-		name: name, command: sweepUserCommand, env: env, noSocket: true, pid: "host",
-		volumes: []string{p.dir + ":" + filepath.Dir(containerdSocketInAction), out + ":/out"},
-	})
-	res := sweepRun{actionID: r.ID, exit: r.ExitCode, phase1: r.Logs}
-	if r.ExitCode == 0 {
-		res.waiter = s.waiterOutput(t, r.ID)
+	env := []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"IMAGE=docker.io/library/" + probeImage, "WAITDAEMON_FALLBACK_IMAGE=docker.io/library/" + probeImage,
 	}
-	res.left = settle(t, s.r.eng, r.ID, true, 30*time.Second)
+	for k, v := range sweepEnv(filepath.Join(out, "result.json")) {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	ctx := testCtx(t)
+	a := s.r.newAction(t, full, sweepUserCommand, env, [][2]string{{p.dir, filepath.Dir(containerdapi.DefaultSocket)}, {out, "/out"}}, false)
+	exit, _ := s.r.agentRun(t, ctx, a)
+	if err := tinkagent.Delete(ctx, s.r.c, a); err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	res := sweepRun{actionID: a.ID, exit: int(exit.Status)}
+	if exit.Status == 0 {
+		res.waiter = s.waiterOutput(t, a.ID)
+	}
+	// Read once the waiter is done: on a loaded machine the shim copies
+	// phase 1's last lines seconds after its exit.
+	res.phase1 = settledOutput(a.Log)
+	res.left = settle(t, s.r.eng, a.ID, true, 30*time.Second)
 	res.proxyLog = p.log()
 	res.calls = p.calls()
 	res.created = map[string]int{}
@@ -488,10 +506,6 @@ func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKi
 // made.
 var otherWaitdaemon = regexp.MustCompile(`\S+(-waitdaemon-\w+)-[0-9a-f]{8}\b`)
 
-// containerdSocketInAction is where the action (and the waiter) find
-// containerd's socket.
-const containerdSocketInAction = "/run/containerd/containerd.sock"
-
 // waiterOutput follows the waiter of action id to its end and returns its
 // output. The output file is held open from the start: another action's
 // waiter may remove this one, and its directory, once it has stopped.
@@ -509,26 +523,14 @@ func (s containerdSweeper) waiterOutput(t *testing.T, actionID string) string {
 	if _, err := s.r.c.TaskWait(testCtx(t), id); err != nil {
 		t.Logf("waiting for the waiter: %v", err)
 	}
-	var out []byte
-	size := -1
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	// The shim copies the last lines after the exit: wait, within 30 s,
+	// for the result line (or for the file to be removed).
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		data, err := os.ReadFile(f.Name())
-		if err != nil {
-			// Removed: what the open file holds is all there is.
-			break
-		}
-		if len(data) == size {
-			break
-		}
-		size = len(data)
-	}
-	buf := make([]byte, 1<<20)
-	for {
-		k, err := f.Read(buf)
-		out = append(out, buf[:k]...)
-		if err != nil || k == 0 {
+		if err != nil || strings.Contains(string(data), `"msg":"result"`) {
 			break
 		}
 	}
+	out, _ := io.ReadAll(f)
 	return string(out)
 }
