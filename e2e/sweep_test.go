@@ -49,6 +49,13 @@ type sweepCall struct {
 
 func (c sweepCall) String() string { return fmt.Sprintf("%s #%d", c.key, c.nth) }
 
+// name names the call's subtests, and so their temporary directories,
+// in characters a file:// URI (an action's output on containerd) keeps
+// as they are.
+func (c sweepCall) name() string {
+	return strings.NewReplacer("{", "", "}", "", "#", "", `"`, "", "=", "-").Replace(fmt.Sprintf("%s %d", c.key, c.nth))
+}
+
 // sweepKind is a kind of fault the sweep puts on a call.
 type sweepKind int
 
@@ -180,7 +187,7 @@ func sweep(t *testing.T, s sweeper) {
 			for c := range cases {
 				// t.Run from several goroutines at once: the runs overlap
 				// without counting against -parallel.
-				t.Run(fmt.Sprintf("%s/%s", c.call, c.kind), func(t *testing.T) {
+				t.Run(c.call.name()+"/"+c.kind.String(), func(t *testing.T) {
 					outcome := outcomeViolated
 					defer func() {
 						mu.Lock()
@@ -483,6 +490,9 @@ func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKi
 	// Read once the waiter is done: on a loaded machine the shim copies
 	// phase 1's last lines seconds after its exit.
 	res.phase1 = settledOutput(a.Log)
+	if fi, err := os.Stat(a.Log); err != nil || fi.Size() == 0 {
+		res.phase1 += fmt.Sprintf("(its output %s: %v, %v)", a.Log, fi, err)
+	}
 	res.left = settle(t, s.r.eng, a.ID, true, 30*time.Second)
 	res.proxyLog = p.log()
 	res.calls = p.calls()
@@ -513,11 +523,11 @@ func (s containerdSweeper) waiterOutput(t *testing.T, actionID string) string {
 	t.Helper()
 	id := roleOf(t, s.r, actionID, phase.RoleWaiter)
 	if id == "" {
-		return ""
+		return "(no waiter found)"
 	}
 	f, err := os.Open(filepath.Join(containerd.DefaultLogDir, id, "log"))
 	if err != nil {
-		return ""
+		return fmt.Sprintf("(its output: %v)", err)
 	}
 	defer f.Close()
 	if _, err := s.r.c.TaskWait(testCtx(t), id); err != nil {
