@@ -69,13 +69,37 @@ func hasLabels(have, want map[string]string) bool {
 
 // ContainerStart starts a container. A container that is already running
 // gives an error for which errors.Is(err, ErrNotModified) holds, unless
-// an earlier attempt of this call, whose answer was lost, started it.
+// an earlier attempt of this call started it.
+//
+// An attempt that may have reached the engine (its answer lost, or a
+// 503) is not repeated blindly: a container that exits at once is no
+// longer running when the repeat comes, and the repeat would run it
+// again. The container is inspected first: if it runs, or started after
+// the first attempt was sent, that attempt started it.
 func (c *Client) ContainerStart(ctx context.Context, id string) error {
-	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/start", ok: []int{204}, repeat: started}, nil)
-	if err != nil {
-		return fmt.Errorf("starting container %q: %w", id, err)
+	sent := time.Now()
+	var err error
+	for n := 0; ; n++ {
+		tries := &socketclient.Attempts{}
+		err = c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/start", ok: []int{204}, repeat: never, tries: tries}, nil)
+		if err == nil || n > 0 && errors.Is(err, ErrNotModified) {
+			return nil // a 304 to a repeat: an earlier attempt started it
+		}
+		if !tries.Ambiguous || n >= socketclient.MaxRetries {
+			break
+		}
+		ctr, ierr := c.ContainerInspect(ctx, id)
+		if ierr != nil {
+			break
+		}
+		if since, perr := time.Parse(time.RFC3339Nano, ctr.State.StartedAt); ctr.State.Running || perr == nil && !since.Before(sent) {
+			return nil
+		}
+		if perr := socketclient.Pause(ctx, n); perr != nil {
+			return fmt.Errorf("starting container %q: %w", id, err)
+		}
 	}
-	return nil
+	return fmt.Errorf("starting container %q: %w", id, err)
 }
 
 // Wait conditions for ContainerWait.

@@ -35,9 +35,6 @@ const (
 	// asFirst: a repeat's answer means what the first's would have: reads,
 	// waits, logs and pulls.
 	asFirst
-	// started: 304 Not Modified to a repeated start means that an
-	// earlier attempt started the container.
-	started
 	// connected: "already exists" to a repeated network connect means
 	// that an earlier attempt connected the container.
 	connected
@@ -57,8 +54,6 @@ const (
 // says that an earlier attempt of r did the work.
 func (r request) doneEarlier(e *Error) bool {
 	switch r.repeat {
-	case started:
-		return errors.Is(e, ErrNotModified)
 	case connected:
 		return e.Status >= 400 && strings.Contains(strings.ToLower(e.Message), "already")
 	case removed:

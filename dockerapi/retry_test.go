@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -501,7 +502,8 @@ func TestListPodmanRace(t *testing.T) {
 // TestRepeatAfterLostAnswer is a call whose first attempt the engine
 // carries out and whose answer is then lost (the connection hangs up):
 // the repeat meets the work already done, and that is success. Without
-// the rule, the repeated start fails with 304 while the container runs.
+// the rule, the repeated remove fails with 404 once the container is
+// gone. (A start is not repeated blindly: TestStartAfterAmbiguousAttempt.)
 func TestRepeatAfterLostAnswer(t *testing.T) {
 	const id = "0123456789ab0123456789ab0123456789ab0123456789ab0123456789abcdef"
 	cases := []struct {
@@ -511,12 +513,6 @@ func TestRepeatAfterLostAnswer(t *testing.T) {
 		again   func(w http.ResponseWriter) // the engine's answer to the repeat
 		wantErr error                       // nil: success
 	}{
-		{
-			name:  "start meets 304",
-			call:  func(ctx context.Context, c *dockerapi.Client) error { return c.ContainerStart(ctx, "web") },
-			path:  "/v1.41/containers/web/start",
-			again: func(w http.ResponseWriter) { w.WriteHeader(http.StatusNotModified) },
-		},
 		{
 			name: "connect meets already exists",
 			call: func(ctx context.Context, c *dockerapi.Client) error {
@@ -598,4 +594,73 @@ func TestRepeatAfterLostAnswer(t *testing.T) {
 			t.Errorf("error = %v, want ErrNotModified", err)
 		}
 	})
+}
+
+// TestStartAfterAmbiguousAttempt: a start whose first attempt may have
+// reached the engine (its answer lost, or a 503) is sent again only if
+// the container has not started since the first was sent. A container
+// that exits at once is not running by the repeat, which would start it
+// a second time: the repeat would then run it twice.
+func TestStartAfterAmbiguousAttempt(t *testing.T) {
+	cases := []struct {
+		name     string
+		first    func(t *testing.T, w http.ResponseWriter, start func()) // the engine's first answer
+		running  bool                                                    // the container runs on after a start
+		wantRuns int
+	}{
+		{name: "started, exited at once, answer lost", first: func(t *testing.T, w http.ResponseWriter, start func()) { start(); hangUp(t, w) }, wantRuns: 1},
+		{name: "started, runs on, answer lost", running: true, first: func(t *testing.T, w http.ResponseWriter, start func()) { start(); hangUp(t, w) }, wantRuns: 1},
+		{name: "never reached the engine", first: func(t *testing.T, w http.ResponseWriter, _ func()) { hangUp(t, w) }, wantRuns: 1},
+		{name: "503, not started", first: func(t *testing.T, w http.ResponseWriter, _ func()) {
+			writeJSON(w, 503, map[string]string{"message": "busy"})
+		}, wantRuns: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var runs, starts int
+			var startedAt time.Time
+			running := false
+			start := func() {
+				runs++
+				startedAt = time.Now()
+				running = tc.running
+			}
+			// An earlier run, before this call: its start is no answer.
+			startedAt = time.Now().Add(-time.Minute)
+			c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch r.Method + " " + r.URL.Path {
+				case "POST /v1.41/containers/web/start":
+					starts++
+					switch {
+					case starts == 1:
+						tc.first(t, w, start)
+					case running:
+						w.WriteHeader(http.StatusNotModified)
+					default:
+						start()
+						w.WriteHeader(http.StatusNoContent)
+					}
+				case "GET /v1.41/containers/web/json":
+					writeJSON(w, 200, map[string]any{"Id": "web", "State": map[string]any{
+						"Running": running, "StartedAt": startedAt.UTC().Format(time.RFC3339Nano)}})
+				default:
+					t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+					http.Error(w, "unexpected", http.StatusTeapot)
+				}
+			})
+			err := c.ContainerStart(shortCtx(t), "web")
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Errorf("ContainerStart() error = %v, want success", err)
+			}
+			if runs != tc.wantRuns {
+				t.Errorf("the container ran %d times, want %d (%d starts sent)", runs, tc.wantRuns, starts)
+			}
+		})
+	}
 }

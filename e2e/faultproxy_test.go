@@ -26,9 +26,16 @@ type faultProxy struct {
 	sock string
 	up   *http.Client // the real engine, on upstream
 
+	// norm, when set, names each exchange as a sweep knows it (IDs and
+	// names made general), for faults that pick the nth exchange of a
+	// kind and for the list of exchanges made (calls).
+	norm func(exchange string) string
+
 	mu     sync.Mutex
 	faults []*fault
 	seen   []string // "METHOD /path: what happened", in order
+	made   []sweepCall
+	occur  map[string]int
 	ln     net.Listener
 	srv    *http.Server
 	conns  map[net.Conn]bool
@@ -46,10 +53,12 @@ const (
 )
 
 // fault breaks the first times exchanges (0: all) whose method and
-// unversioned path match.
+// unversioned path match; or, with call set, the one exchange that is
+// call.nth of those that norm names call.key.
 type fault struct {
 	method   string
 	path     *regexp.Regexp
+	call     sweepCall
 	times    int
 	kind     faultKind
 	status   int
@@ -172,6 +181,13 @@ func (p *faultProxy) log() []string {
 	return append([]string(nil), p.seen...)
 }
 
+// calls is the list of exchanges made, as norm names them, in order.
+func (p *faultProxy) calls() []sweepCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]sweepCall(nil), p.made...)
+}
+
 // count counts the exchanges seen whose line starts with prefix.
 func (p *faultProxy) count(prefix string) int {
 	n := 0
@@ -186,7 +202,24 @@ func (p *faultProxy) count(prefix string) int {
 func (p *faultProxy) match(method, path string) *fault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var call sweepCall
+	if p.norm != nil {
+		if p.occur == nil {
+			p.occur = map[string]int{}
+		}
+		call.key = p.norm(method + " " + path)
+		p.occur[call.key]++
+		call.nth = p.occur[call.key]
+		p.made = append(p.made, call)
+	}
 	for _, f := range p.faults {
+		if f.call.key != "" {
+			if f.call == call {
+				f.hits++
+				return f
+			}
+			continue
+		}
 		if f.method == method && f.path.MatchString(path) && (f.times == 0 || f.hits < f.times) {
 			f.hits++
 			return f

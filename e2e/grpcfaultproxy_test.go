@@ -35,9 +35,16 @@ type grpcFaultProxy struct {
 	sock string
 	up   *http.Transport // the test containerd
 
+	// norm, when set, names each call as a sweep knows it (IDs and
+	// names made general), for faults that pick the nth call of a kind
+	// and for the list of calls made (calls).
+	norm func(call string) string
+
 	mu     sync.Mutex
 	faults []*grpcFault
 	seen   []string // "Service/Method subject: what happened", in order
+	made   []sweepCall
+	occur  map[string]int
 	srv    *http.Server
 }
 
@@ -58,10 +65,12 @@ const (
 )
 
 // grpcFault breaks the first times calls (0: all) of method (such as
-// "Containers/Create") whose subject matches.
+// "Containers/Create") whose subject matches; or, with call set, the one
+// call that is call.nth of those that norm names call.key.
 type grpcFault struct {
 	method  string
 	subject *regexp.Regexp // nil: any
+	call    sweepCall
 	times   int
 	kind    grpcFaultKind
 	hits    int
@@ -140,6 +149,13 @@ func (p *grpcFaultProxy) log() string {
 	return strings.Join(p.seen, "\n")
 }
 
+// calls is the list of calls made, as norm names them, in order.
+func (p *grpcFaultProxy) calls() []sweepCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]sweepCall(nil), p.made...)
+}
+
 // count counts the calls seen whose line matches re.
 func (p *grpcFaultProxy) count(re string) int {
 	r := regexp.MustCompile(re)
@@ -157,7 +173,24 @@ func (p *grpcFaultProxy) count(re string) int {
 func (p *grpcFaultProxy) match(method, subject string) *grpcFault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var call sweepCall
+	if p.norm != nil {
+		if p.occur == nil {
+			p.occur = map[string]int{}
+		}
+		call.key = p.norm(strings.TrimSpace(method + " " + subject))
+		p.occur[call.key]++
+		call.nth = p.occur[call.key]
+		p.made = append(p.made, call)
+	}
 	for _, f := range p.faults {
+		if f.call.key != "" {
+			if f.call == call {
+				f.hits++
+				return f
+			}
+			continue
+		}
 		if f.method == method && (f.subject == nil || f.subject.MatchString(subject)) && (f.times == 0 || f.hits < f.times) {
 			f.hits++
 			return f

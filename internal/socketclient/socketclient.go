@@ -200,6 +200,20 @@ func EngineNotUp(err error) bool {
 	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
+// Pause waits before a call is sent again, the try-th time (from 0), as
+// the client's own retries wait: 50 ms, doubling up to 1 s. It returns
+// ctx's cause if ctx ends first.
+func Pause(ctx context.Context, try int) error {
+	t := time.NewTimer(cappedBackoff(50*time.Millisecond, time.Second, try, nil))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
 // cappedBackoff is exponential backoff between min and max that honours
 // an engine's Retry-After only up to max.
 func cappedBackoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {

@@ -5,7 +5,9 @@
 // PROBE_EXIT (default 0), after sleeping PROBE_SLEEP seconds (default 0).
 // Its own arguments, for the tests of retries and fallbacks: --exit=N
 // exits N whatever PROBE_EXIT says; --fail-times=N exits 3 on its first N
-// runs, counted in <dir>/<name>.count.
+// runs, counted in <dir>/<name>.count (--fail-times=0 only counts them);
+// --name=NAME is PROBE_NAME, for a container that shares another's
+// environment (a fallback).
 package main
 
 import (
@@ -64,6 +66,11 @@ func main() {
 	name := os.Getenv("PROBE_NAME")
 	if name == "" {
 		name = "probe"
+	}
+	for _, arg := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(arg, "--name="); ok {
+			name = v
+		}
 	}
 	dir := os.Getenv("PROBE_DIR")
 	if dir == "" {

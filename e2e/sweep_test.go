@@ -1,0 +1,546 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/engine/containerd"
+	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+	"github.com/waitdaemon/waitdaemon/phase"
+)
+
+// The fault sweep: a full action (phase 1, the waiter, a retry and the
+// fallback, with a result file) is run once through a fault proxy with no
+// fault, which records every call it makes to the engine. Then, for each
+// call of that list and each kind of fault, the same action is run again
+// with that one fault on that one call, and the invariants are checked:
+//   - the action exits 0, the user container runs once per attempt asked
+//     for and the fallback once; or it fails, saying why, and leaves
+//     nothing, and nothing of it ran;
+//   - once it handed off, the waiter writes its result line, and the
+//     result file;
+//   - no container was made twice;
+//   - what is left is what the README allows: after the hand-off, the
+//     kept (failed) user container, and on containerd the stopped waiter
+//     until another action's waiter removes it; after a failure, nothing.
+//
+// The list drives the sweep: a call added to waitdaemon is swept without
+// a change here.
+
+// sweepCall is one call of an action: the nth (from 1) of the calls that
+// the proxy's norm gives the same key.
+type sweepCall struct {
+	key string
+	nth int
+}
+
+func (c sweepCall) String() string { return fmt.Sprintf("%s #%d", c.key, c.nth) }
+
+// name names the call's subtests, and so their temporary directories,
+// in characters a file:// URI (an action's output on containerd) keeps
+// as they are.
+func (c sweepCall) name() string {
+	return strings.NewReplacer("{", "", "}", "", "#", "", `"`, "", "=", "-").Replace(fmt.Sprintf("%s %d", c.key, c.nth))
+}
+
+// sweepKind is a kind of fault the sweep puts on a call.
+type sweepKind int
+
+const (
+	// faultRefused: the call breaks before it reaches the engine (the
+	// connection or stream reset, nothing forwarded).
+	faultRefused sweepKind = iota
+	// faultLost: the engine does the work, and its answer is lost.
+	faultLost
+	// faultTransient: the engine answers 503, or UNAVAILABLE.
+	faultTransient
+)
+
+var sweepKinds = []sweepKind{faultRefused, faultLost, faultTransient}
+
+func (k sweepKind) String() string {
+	return [...]string{"refused", "lost", "transient"}[k]
+}
+
+// sweepParallel is how many actions of the sweep run at once.
+const sweepParallel = 4
+
+// minSweepCalls is fewer calls than a full action can make on any
+// engine: a recording shorter than this recorded too little.
+const minSweepCalls = 20
+
+// The action of the sweep: its user container (the probe) fails every
+// run, so that it is re-run once and then the fallback (the probe too)
+// runs; each counts its runs in out/<name>.count.
+const sweepRetries = 1
+
+var (
+	sweepUserCommand     = []string{"--name=user", "--fail-times=1000"}
+	sweepFallbackCommand = `["--name=fallback","--fail-times=0"]`
+)
+
+// sweepEnv is the sweep action's environment, besides the engine's
+// socket and IMAGE.
+func sweepEnv(resultFile string) map[string]string {
+	return map[string]string{
+		"WAIT_SECONDS":                "0",
+		"WAITDAEMON_RETRIES":          fmt.Sprint(sweepRetries),
+		"WAITDAEMON_FALLBACK_COMMAND": sweepFallbackCommand,
+		"WAITDAEMON_RESULT_FILE":      resultFile,
+	}
+}
+
+// sweepRun is what became of one action of the sweep.
+type sweepRun struct {
+	actionID string
+	exit     int
+	phase1   string
+	waiter   string // the waiter's output, once it handed off
+	proxyLog string
+	calls    []sweepCall
+	fired    int                // how many calls the fault broke
+	left     []engine.Container // what remained, once settled
+	// created counts, for each role, the distinct containers the engine
+	// was seen to make.
+	created map[string]int
+}
+
+// sweeper runs actions of the sweep on one engine.
+type sweeper interface {
+	// run runs the action named for n, through a proxy of its own that
+	// breaks call as kind says (no fault when call.key is empty), with
+	// the user container and the fallback reporting to out.
+	run(t *testing.T, n int, call sweepCall, kind sweepKind, out string) sweepRun
+	// keepsWaiter: after the hand-off, the stopped waiter may stay.
+	keepsWaiter() bool
+	// prepare makes the engine's state before the recording what it is
+	// during the sweep, so that the recording makes every call the
+	// sweep's runs do.
+	prepare(t *testing.T)
+}
+
+// TestFaultSweep runs the sweep on Docker 20.10 and on containerd, with
+// actions made as tink-agent makes them.
+func TestFaultSweep(t *testing.T) {
+	t.Run("docker", func(t *testing.T) { sweep(t, dockerSweeper{c: setup(t)}) })
+	t.Run("containerd", func(t *testing.T) {
+		c, eng, img := setupContainerd(t)
+		sweep(t, containerdSweeper{r: containerdRig{c: c, eng: eng, actionImg: img}})
+	})
+}
+
+// sweepOutcome is how one run of the sweep ended.
+type sweepOutcome string
+
+const (
+	outcomeRan      sweepOutcome = "handed off; each attempt and the fallback ran once"
+	outcomeFailed   sweepOutcome = "failed cleanly"
+	outcomeNotMet   sweepOutcome = "the call was not made so often: no fault"
+	outcomeViolated sweepOutcome = "an invariant broke"
+)
+
+func sweep(t *testing.T, s sweeper) {
+	start := time.Now()
+	s.prepare(t)
+	out := t.TempDir()
+	rec := s.run(t, 0, sweepCall{}, faultRefused, out)
+	if checkSweepRun(t, s, rec, out) != outcomeRan || t.Failed() {
+		t.Fatalf("the recording run did not hand off and run everything; phase 1 (exit %d):\n%s\nproxy:\n%s", rec.exit, rec.phase1, rec.proxyLog)
+	}
+	if len(rec.calls) < minSweepCalls {
+		t.Fatalf("the recording has %d calls, want at least %d: %v\nproxy:\n%s", len(rec.calls), minSweepCalls, rec.calls, rec.proxyLog)
+	}
+	var list []string
+	for _, c := range rec.calls {
+		list = append(list, c.String())
+	}
+	t.Logf("recorded %d calls:\n%s", len(rec.calls), strings.Join(list, "\n"))
+
+	type sweepCase struct {
+		n    int
+		call sweepCall
+		kind sweepKind
+	}
+	cases := make(chan sweepCase)
+	var mu sync.Mutex
+	outcomes := map[sweepOutcome]int{}
+	byKind := map[sweepKind]map[sweepOutcome]int{}
+	var notRan []string // the runs that did not hand off and run everything
+	var wg sync.WaitGroup
+	for range sweepParallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range cases {
+				// t.Run from several goroutines at once: the runs overlap
+				// without counting against -parallel.
+				t.Run(c.call.name()+"/"+c.kind.String(), func(t *testing.T) {
+					outcome := outcomeViolated
+					defer func() {
+						mu.Lock()
+						defer mu.Unlock()
+						if t.Failed() {
+							outcome = outcomeViolated
+						}
+						outcomes[outcome]++
+						if outcome != outcomeRan {
+							notRan = append(notRan, fmt.Sprintf("  %s, %s: %s", c.call, c.kind, outcome))
+						}
+						if byKind[c.kind] == nil {
+							byKind[c.kind] = map[sweepOutcome]int{}
+						}
+						byKind[c.kind][outcome]++
+					}()
+					out := t.TempDir()
+					r := s.run(t, c.n, c.call, c.kind, out)
+					outcome = checkSweepRun(t, s, r, out)
+					if r.fired == 0 {
+						outcome = outcomeNotMet
+					}
+				})
+			}
+		}()
+	}
+	n := 0
+	for _, call := range rec.calls {
+		for _, kind := range sweepKinds {
+			n++
+			cases <- sweepCase{n, call, kind}
+		}
+	}
+	close(cases)
+	wg.Wait()
+
+	var summary []string
+	for _, kind := range sweepKinds {
+		var parts []string
+		for o, k := range byKind[kind] {
+			parts = append(parts, fmt.Sprintf("%d %s", k, o))
+		}
+		sort.Strings(parts)
+		summary = append(summary, fmt.Sprintf("  %s: %s", kind, strings.Join(parts, ", ")))
+	}
+	slices.Sort(notRan)
+	t.Logf("the sweep: %d calls × %d faults = %d runs in %v: %d %s, %d %s, %d %s, %d %s\n%s\nthe runs that did not hand off and run everything:\n%s",
+		len(rec.calls), len(sweepKinds), n, time.Since(start).Round(time.Second),
+		outcomes[outcomeRan], outcomeRan, outcomes[outcomeFailed], outcomeFailed,
+		outcomes[outcomeNotMet], outcomeNotMet, outcomes[outcomeViolated], outcomeViolated,
+		strings.Join(summary, "\n"), strings.Join(notRan, "\n"))
+}
+
+// checkSweepRun checks the invariants on r, and says how it ended.
+func checkSweepRun(t *testing.T, s sweeper, r sweepRun, out string) sweepOutcome {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Errorf(format+"\nphase 1 (exit %d):\n%s\nwaiter:\n%s\nproxy:\n%s", append(args, r.exit, r.phase1, r.waiter, r.proxyLog)...)
+	}
+	count := func(name string) int {
+		data, err := os.ReadFile(filepath.Join(out, name+".count"))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		return len(data)
+	}
+	for role, n := range r.created {
+		if n > 1 {
+			fail("the engine made %d %s containers, want one", n, role)
+		}
+	}
+	var left []string
+	for _, l := range r.left {
+		left = append(left, l.Labels[phase.LabelRole])
+		if l.Running {
+			fail("%s still runs", l.Name)
+		}
+	}
+	slices.Sort(left)
+
+	if r.exit != 0 {
+		msg := ""
+		for _, l := range strings.Split(r.phase1, "\n") {
+			if m, ok := strings.CutPrefix(l, "waitdaemon: "); ok {
+				msg = m
+			}
+		}
+		if msg == "" {
+			fail("the action failed saying nothing")
+		}
+		if len(left) > 0 {
+			fail("the action failed and left %q, want nothing", left)
+		}
+		if u, f := count("user"), count("fallback"); u != 0 || f != 0 {
+			fail("the action failed, and yet the user container ran %d times and the fallback %d", u, f)
+		}
+		return outcomeFailed
+	}
+
+	if u, f := count("user"), count("fallback"); u != 1+sweepRetries || f != 1 {
+		fail("the user container ran %d times and the fallback %d, want %d and 1", u, f, 1+sweepRetries)
+	}
+	res, ok := find(events(r.waiter), "result")
+	if !ok {
+		fail("the waiter wrote no result line")
+	} else {
+		checkSweepResult(t, "the result line", mustJSON(t, res), fail)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "result.json"))
+	if err != nil {
+		fail("no result file: %v", err)
+	} else {
+		checkSweepResult(t, "the result file", data, fail)
+	}
+	// The user container failed: it is kept. The fallback succeeded: it
+	// is removed. The waiter is removed when it ends, or on containerd
+	// stays, stopped, until another action's waiter removes it.
+	want := [][]string{{"user"}}
+	if s.keepsWaiter() {
+		want = [][]string{{"user"}, {"user", "waiter"}}
+	}
+	if !slices.ContainsFunc(want, func(w []string) bool { return slices.Equal(w, left) }) {
+		fail("left %q, want one of %q", left, want)
+	}
+	return outcomeRan
+}
+
+// checkSweepResult checks a result: the user container failed, twice,
+// and the fallback ran and succeeded.
+func checkSweepResult(t *testing.T, what string, data []byte, fail func(string, ...any)) {
+	t.Helper()
+	var res struct {
+		ExitCode int `json:"exit_code"`
+		Attempts []struct {
+			ExitCode int  `json:"exit_code"`
+			Kept     bool `json:"kept"`
+		} `json:"attempts"`
+		Fallback *struct {
+			ExitCode int `json:"exit_code"`
+		} `json:"fallback"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		fail("%s: %v\n%s", what, err, data)
+		return
+	}
+	ok := res.ExitCode == 3 && len(res.Attempts) == 1+sweepRetries && res.Fallback != nil && res.Fallback.ExitCode == 0
+	for _, a := range res.Attempts {
+		ok = ok && a.ExitCode == 3 && a.Kept
+	}
+	if !ok {
+		fail("%s:\n%s\nwant %d attempts that exited 3, kept, and the fallback exiting 0", what, data, 1+sweepRetries)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// settle waits, within limit, until no container of action id runs (and,
+// unless keepsWaiter, its waiter is gone), and returns them.
+func settle(t *testing.T, eng engine.Engine, id string, keepsWaiter bool, limit time.Duration) []engine.Container {
+	t.Helper()
+	for deadline := time.Now().Add(limit); ; time.Sleep(200 * time.Millisecond) {
+		list, err := eng.List(testCtx(t), phase.LabelActionID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy := slices.ContainsFunc(list, func(c engine.Container) bool {
+			return c.Running || !keepsWaiter && c.Labels[phase.LabelRole] == phase.RoleWaiter
+		})
+		if !busy || time.Now().After(deadline) {
+			return list
+		}
+	}
+}
+
+// dockerSweeper runs the sweep on the Docker engine c.
+type dockerSweeper struct{ c *dockerapi.Client }
+
+func (dockerSweeper) keepsWaiter() bool { return false }
+
+// prepare has nothing to do: a waiter on Docker removes itself.
+func (dockerSweeper) prepare(*testing.T) {}
+
+var (
+	hexID      = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+	createName = regexp.MustCompile(`^POST /containers/create\?name=\S*-waitdaemon-(\w+): 201`)
+)
+
+func (d dockerSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKind, out string) sweepRun {
+	t.Helper()
+	p := newFaultProxy(t, d.c.SocketPath())
+	name := fmt.Sprintf("e2e sweep %d", n)
+	full := "tinkerbell_" + sanitize(name) + "_e2e"
+	p.norm = func(x string) string {
+		return hexID.ReplaceAllString(strings.ReplaceAll(x, full, "{action}"), "{id}")
+	}
+	if call.key != "" {
+		f := &fault{call: call}
+		switch kind {
+		case faultRefused:
+			f.kind = hangUp
+		case faultLost:
+			f.kind = hangUpLate
+		case faultTransient:
+			f.kind, f.status = answer, 503
+		}
+		p.add(f)
+	}
+	p.listen()
+	env := sweepEnv(filepath.Join(out, "result.json"))
+	k, v := p.env()
+	env[k], env["IMAGE"], env["WAITDAEMON_FALLBACK_IMAGE"] = v, probeImage, probeImage
+	r := runAction(t, d.c, tinkAgent, action{
+		name: name, command: sweepUserCommand, env: env, noSocket: true,
+		volumes: []string{p.volume(), out + ":/out"},
+	})
+	res := sweepRun{actionID: r.ID, exit: r.ExitCode, phase1: r.Logs}
+	if r.ExitCode == 0 {
+		res.waiter = followWaiterRaw(t, d.c, r.ID)
+	}
+	res.left = settle(t, rigOf(d.c).engine(), r.ID, false, 30*time.Second)
+	res.proxyLog = strings.Join(p.log(), "\n")
+	res.calls = p.calls()
+	res.created = map[string]int{}
+	for _, l := range p.log() {
+		if m := createName.FindStringSubmatch(l); m != nil {
+			res.created[m[1]]++
+		}
+	}
+	p.mu.Lock()
+	for _, f := range p.faults {
+		res.fired += f.hits
+	}
+	p.mu.Unlock()
+	return res
+}
+
+// containerdSweeper runs the sweep on the test containerd.
+type containerdSweeper struct{ r containerdRig }
+
+func (containerdSweeper) keepsWaiter() bool { return true }
+
+// prepare leaves one stopped waiter of another action, and that one
+// alone (its own waiter removes the others), as the sweep's actions leave
+// theirs: the recording's waiter then removes it, as a waiter removes
+// the stopped waiters of other actions once its user container has run.
+func (s containerdSweeper) prepare(t *testing.T) {
+	t.Helper()
+	r := s.r.run(t, tinkAgent, action{
+		name: "e2e sweep other", pid: "host", volumes: []string{t.TempDir() + ":/out"},
+		env: map[string]string{"IMAGE": "docker.io/library/" + probeImage, "WAIT_SECONDS": "0"},
+	})
+	if r.ExitCode != 0 {
+		t.Fatalf("the action before the recording exited %d:\n%s", r.ExitCode, r.Logs)
+	}
+	waitDone(t, s.r, r.ID, 30*time.Second)
+}
+
+var cdCreated = regexp.MustCompile(`(?m)^Containers/Create (\S*-waitdaemon-(\w+)-[0-9a-f]{8}): OK`)
+
+func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKind, out string) sweepRun {
+	t.Helper()
+	p := newGRPCFaultProxy(t)
+	name := fmt.Sprintf("e2e sweep %d", n)
+	full := "tinkerbell_" + sanitize(name) + "_e2e"
+	own := regexp.MustCompile(regexp.QuoteMeta(full) + `(-waitdaemon-\w+)(-[0-9a-f]{8})?`)
+	p.norm = func(x string) string {
+		x = own.ReplaceAllString(x, "{action}$1")
+		x = otherWaitdaemon.ReplaceAllString(x, "{other}$1")
+		return hexID.ReplaceAllString(strings.ReplaceAll(x, full, "{action}"), "{id}")
+	}
+	if call.key != "" {
+		p.add(&grpcFault{call: call, kind: map[sweepKind]grpcFaultKind{faultRefused: resetUnsent, faultLost: lostAnswer, faultTransient: unavailable}[kind]})
+	}
+	p.listen()
+	env := []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"IMAGE=docker.io/library/" + probeImage, "WAITDAEMON_FALLBACK_IMAGE=docker.io/library/" + probeImage,
+	}
+	for k, v := range sweepEnv(filepath.Join(out, "result.json")) {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	ctx := testCtx(t)
+	a := s.r.newAction(t, full, sweepUserCommand, env, [][2]string{{p.dir, filepath.Dir(containerdapi.DefaultSocket)}, {out, "/out"}}, false)
+	exit, _ := s.r.agentRun(t, ctx, a)
+	if err := tinkagent.Delete(ctx, s.r.c, a); err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	res := sweepRun{actionID: a.ID, exit: int(exit.Status)}
+	if exit.Status == 0 {
+		res.waiter = s.waiterOutput(t, a.ID)
+	}
+	// Read once the waiter is done: on a loaded machine the shim copies
+	// phase 1's last lines seconds after its exit.
+	res.phase1 = settledOutput(a.Log)
+	if fi, err := os.Stat(a.Log); err != nil || fi.Size() == 0 {
+		res.phase1 += fmt.Sprintf("(its output %s: %v, %v)", a.Log, fi, err)
+	}
+	res.left = settle(t, s.r.eng, a.ID, true, 30*time.Second)
+	res.proxyLog = p.log()
+	res.calls = p.calls()
+	res.created = map[string]int{}
+	ids := map[string]bool{}
+	for _, m := range cdCreated.FindAllStringSubmatch(res.proxyLog, -1) {
+		if !ids[m[1]] {
+			ids[m[1]] = true
+			res.created[m[2]]++
+		}
+	}
+	p.mu.Lock()
+	for _, f := range p.faults {
+		res.fired += f.hits
+	}
+	p.mu.Unlock()
+	return res
+}
+
+// otherWaitdaemon matches the ID of a container another action's phase 1
+// made.
+var otherWaitdaemon = regexp.MustCompile(`\S+(-waitdaemon-\w+)-[0-9a-f]{8}\b`)
+
+// waiterOutput follows the waiter of action id to its end and returns its
+// output. The output file is held open from the start: another action's
+// waiter may remove this one, and its directory, once it has stopped.
+func (s containerdSweeper) waiterOutput(t *testing.T, actionID string) string {
+	t.Helper()
+	id := roleOf(t, s.r, actionID, phase.RoleWaiter)
+	if id == "" {
+		return "(no waiter found)"
+	}
+	f, err := os.Open(filepath.Join(containerd.DefaultLogDir, id, "log"))
+	if err != nil {
+		return fmt.Sprintf("(its output: %v)", err)
+	}
+	defer f.Close()
+	if _, err := s.r.c.TaskWait(testCtx(t), id); err != nil {
+		t.Logf("waiting for the waiter: %v", err)
+	}
+	// The shim copies the last lines after the exit: wait, within 30 s,
+	// for the result line (or for the file to be removed).
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		data, err := os.ReadFile(f.Name())
+		if err != nil || strings.Contains(string(data), `"msg":"result"`) {
+			break
+		}
+	}
+	out, _ := io.ReadAll(f)
+	return string(out)
+}
