@@ -5,7 +5,8 @@
 // PROBE_EXIT (default 0), after sleeping PROBE_SLEEP seconds (default 0).
 // Its own arguments, for the tests of retries and fallbacks: --exit=N
 // exits N whatever PROBE_EXIT says; --fail-times=N exits 3 on its first N
-// runs, counted in <dir>/<name>.count.
+// runs, counted in <dir>/<name>.count; --sleep=N sleeps N seconds whatever
+// PROBE_SLEEP says.
 package main
 
 import (
@@ -75,7 +76,13 @@ func main() {
 			os.Exit(99)
 		}
 	}
-	if secs, _ := strconv.Atoi(os.Getenv("PROBE_SLEEP")); secs > 0 {
+	secs, _ := strconv.Atoi(os.Getenv("PROBE_SLEEP"))
+	for _, arg := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(arg, "--sleep="); ok {
+			secs, _ = strconv.Atoi(v)
+		}
+	}
+	if secs > 0 {
 		time.Sleep(time.Duration(secs) * time.Second)
 	}
 	code, _ := strconv.Atoi(os.Getenv("PROBE_EXIT"))
