@@ -232,9 +232,13 @@ func (e *Engine) startFailed(ctx context.Context, id string) bool {
 	return err == nil && (ctr.State.Error != "" || ctr.State.ExitCode != 0)
 }
 
-// Keep renames the container, so that this run can use its name.
+// Keep renames the container, so that this run can use its name. One
+// already named so (a Keep called again) is kept.
 func (e *Engine) Keep(ctx context.Context, c engine.Container, name string) (string, error) {
 	if err := e.C.ContainerRename(ctx, c.ID, name); err != nil {
+		if there, ierr := e.C.ContainerInspect(ctx, c.ID); ierr == nil && strings.TrimPrefix(there.Name, "/") == name {
+			return name, nil
+		}
 		return "", err
 	}
 	return name, nil
@@ -326,19 +330,43 @@ func merge(base, extra map[string]string) map[string]string {
 }
 
 // Create creates the container and connects it to the networks that
-// could not be given at the create.
+// could not be given at the create. Called again for the same spec, it
+// adopts the container of that name if it carries every label planned and
+// the image, and connects what is not connected yet.
 func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 	p := spec.Create.(*planned)
 	created, err := e.C.ContainerCreate(ctx, spec.Name, p.CreateRequest)
+	adopted := false
+	if errors.Is(err, dockerapi.ErrConflict) {
+		there, ierr := e.C.ContainerInspect(ctx, spec.Name)
+		if adopted = ierr == nil && there.Config.Image == p.Image && hasLabels(there.Config.Labels, p.Labels); adopted {
+			created.ID, err = there.ID, nil
+		}
+	}
 	if err != nil {
 		return "", missingSource(err, p.HostConfig.Mounts)
 	}
 	for network, ep := range p.connect {
-		if err := e.C.NetworkConnect(ctx, network, created.ID, ep); err != nil {
+		var ae *dockerapi.Error
+		err := e.C.NetworkConnect(ctx, network, created.ID, ep)
+		if adopted && errors.As(err, &ae) && strings.Contains(strings.ToLower(ae.Message), "already") {
+			continue
+		}
+		if err != nil {
 			return created.ID, err
 		}
 	}
 	return created.ID, nil
+}
+
+// hasLabels reports whether have holds every label of want.
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // missingSource names the bind mount of mounts whose source the engine
@@ -356,8 +384,14 @@ func missingSource(err error, mounts []dockerapi.Mount) error {
 	return err
 }
 
-// Start starts a created container.
-func (e *Engine) Start(ctx context.Context, id string) error { return e.C.ContainerStart(ctx, id) }
+// Start starts a created container. One that runs already (a Start
+// called again) counts as started.
+func (e *Engine) Start(ctx context.Context, id string) error {
+	if err := e.C.ContainerStart(ctx, id); err != nil && !errors.Is(err, dockerapi.ErrNotModified) {
+		return err
+	}
+	return nil
+}
 
 // Output follows the container's log stream. A log that cannot be read
 // back (log driver none, or syslog, gelf, fluentd… with the engine's

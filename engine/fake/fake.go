@@ -1,8 +1,10 @@
 // Package fake is an engine (package engine) held in memory, for unit
 // tests of the phases: it keeps containers in a map, records every call
 // in order, fails the calls a test asks it to, and runs each container to
-// the exit codes the test scripts. It needs no engine, and has no clock of
-// its own but the action's exit time.
+// the exit codes the test scripts, or its command says (Exit, Sleep). It
+// needs no engine, and has no clock of its own but the action's exit
+// time. It keeps the contract's promises as the real engines do
+// (engine/conformance holds it to them).
 package fake
 
 import (
@@ -11,6 +13,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,10 +34,16 @@ type Engine struct {
 	Exits map[string][]int
 	// Says is what a container's output holds, by name, for Output.
 	Says map[string][]string
+	// Broken are images whose command is not there, by reference: a
+	// container of one is created, and its start fails as Docker's does.
+	Broken map[string]bool
+	// Missing are host paths that are not there: creating a waiter that
+	// binds one fails with an engine.MissingSourceError.
+	Missing map[string]bool
 	// Fail makes calls fail: the key is a call as Calls records it, such
 	// as "Create user" or "Start x-waitdaemon-user"; the value is the
 	// error. Lost makes the call do its work and then fail, as when its
-	// answer never came.
+	// answer never came: once, and the same call made again is answered.
 	Fail map[string]error
 	Lost map[string]error
 	// ExitedAt is when the action container stopped (zero: now), and
@@ -68,6 +77,8 @@ type container struct {
 	id, name string
 	labels   map[string]string
 	create   any
+	image    string
+	command  []string // Want.Command
 	starts   int
 	tried    bool // a start was asked for, whether or not it started
 	running  bool
@@ -77,6 +88,27 @@ type container struct {
 type Planned struct {
 	Want   *engine.Want   `json:",omitempty"`
 	Waiter *engine.Waiter `json:",omitempty"`
+}
+
+// Exit is the command of a container that says "exiting CODE" last and
+// exits code, unless Exits scripts its name.
+func Exit(code int) []string { return []string{"fake-exit", strconv.Itoa(code)} }
+
+// Sleep is the command of a container that runs until it is removed:
+// Follow and ActionExited wait for it until their ctx ends.
+func Sleep() []string { return []string{"fake-sleep"} }
+
+// sleeps reports whether c runs until removed.
+func (c *container) sleeps() bool { return len(c.command) == 1 && c.command[0] == "fake-sleep" }
+
+// exitCode is the exit code of c's run n (from 1), by its command, and
+// whether its command sets it.
+func (c *container) exitCode() (int, bool) {
+	if len(c.command) == 2 && c.command[0] == "fake-exit" {
+		code, err := strconv.Atoi(c.command[1])
+		return code, err == nil
+	}
+	return 0, false
 }
 
 // Calls returns the calls so far, in order, each as "Method subject".
@@ -144,7 +176,9 @@ func (e *Engine) call(method, subject string) (err error, lost bool) {
 	if err := e.Fail[key]; err != nil {
 		return err, false
 	}
-	return e.Lost[key], true
+	gone := e.Lost[key]
+	delete(e.Lost, key)
+	return gone, true
 }
 
 // waitFor waits until call has been made, for a second at most.
@@ -186,16 +220,28 @@ func (e *Engine) Reach(context.Context) error {
 	return err
 }
 
-func (e *Engine) Self(context.Context, string) (engine.Self, error) {
+func (e *Engine) Self(_ context.Context, override string) (engine.Self, error) {
 	if err, _ := e.call("Self", ""); err != nil {
 		return engine.Self{}, err
+	}
+	if override != "" && override != e.Action.ID && override != e.Action.Name {
+		return engine.Self{}, engine.InputError(fmt.Sprintf("cannot find this action's own container (tried: override %s): set WAITDAEMON_CONTAINER to its name or ID", override))
 	}
 	return e.Action, nil
 }
 
+// Inspect reads the action, or a container of the fake's, as the action.
 func (e *Engine) Inspect(_ context.Context, name string) (engine.Self, error) {
 	if err, _ := e.call("Inspect", name); err != nil {
 		return engine.Self{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c := e.find(name); c != nil {
+		return engine.Self{ID: c.id, Name: c.name, FoundBy: "plan --container", Env: e.Action.Env}, nil
+	}
+	if name != "" && name != e.Action.ID && name != e.Action.Name && e.Action.ID != "" {
+		return engine.Self{}, fmt.Errorf("inspecting container %s: no such container", name)
 	}
 	return e.Action, nil
 }
@@ -224,13 +270,17 @@ func (e *Engine) List(_ context.Context, label, value string) ([]engine.Containe
 }
 
 func (e *Engine) Keep(_ context.Context, c engine.Container, name string) (string, error) {
-	if err, _ := e.call("Keep", c.Name); err != nil {
+	err, do := e.call("Keep", c.Name)
+	if !do {
 		return "", err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if got := e.find(c.ID); got != nil {
 		got.name = name
+	}
+	if err != nil {
+		return "", err
 	}
 	return name, nil
 }
@@ -302,18 +352,32 @@ func (e *Engine) Create(_ context.Context, spec engine.Spec) (string, error) {
 	}
 	p := spec.Create.(*Planned)
 	labels := map[string]string{}
+	c := &container{name: spec.Name, create: spec.Create}
 	if p.Want != nil {
 		labels = p.Want.Labels
+		c.image, c.command = p.Want.Image.String(), p.Want.Command
 	} else if p.Waiter != nil {
 		labels = p.Waiter.Labels
+		if b := p.Waiter.Bind; e.Missing[b.Host] {
+			return "", &engine.MissingSourceError{Source: b.Host, Target: b.Container,
+				Err: fmt.Errorf("creating %s: bind source path does not exist: %s", spec.Name, b.Host)}
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.find(spec.Name) != nil {
-		return "", fmt.Errorf("creating %s: the name is taken", spec.Name)
+	if there := e.find(spec.Name); there != nil {
+		// Called again, as after a lost answer: its own container.
+		if there.create != spec.Create {
+			return "", fmt.Errorf("creating %s: the name is taken", spec.Name)
+		}
+		if err != nil {
+			return "", err
+		}
+		return there.id, nil
 	}
 	id := e.newID()
-	e.containers[id] = &container{id: id, name: spec.Name, labels: labels, create: spec.Create}
+	c.id, c.labels = id, labels
+	e.containers[id] = c
 	if err != nil {
 		return "", err
 	}
@@ -329,9 +393,15 @@ func (e *Engine) Start(_ context.Context, id string) error {
 		return fmt.Errorf("starting %s: no such container", id)
 	}
 	c.tried = true
+	if e.Broken[c.image] {
+		return fmt.Errorf("starting %s: exec: \"/no-such-binary\": stat /no-such-binary: no such file or directory", c.name)
+	}
 	if do {
 		c.starts++
 		c.running = true
+		if _, ok := c.exitCode(); ok {
+			c.running = false // it ran, and has exited
+		}
 	}
 	return err
 }
@@ -359,6 +429,9 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 	if err, _ := e.call("ActionExited", ""); err != nil {
 		return engine.Exit{}, err
 	}
+	if id != e.Action.ID && id != e.Action.Name {
+		return e.exited(ctx, id)
+	}
 	if e.Block["ActionExited"] {
 		<-ctx.Done()
 		return engine.Exit{At: time.Now()}, nil
@@ -373,33 +446,64 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 	return engine.Exit{At: at, Code: e.ActionCode, Known: true}, nil
 }
 
+// exited is ActionExited of a container the fake made: gone, it counts as
+// removed; one that runs until removed, or was never started, is waited
+// for until ctx ends; one that ran has exited as its command says.
+func (e *Engine) exited(ctx context.Context, id string) (engine.Exit, error) {
+	e.mu.Lock()
+	c := e.find(id)
+	var code int
+	var waits bool
+	if c != nil {
+		code, _ = c.exitCode()
+		waits = c.sleeps() || c.starts == 0
+		if codes := e.Exits[c.name]; len(codes) > 0 && c.starts > 0 {
+			code = codes[min(c.starts, len(codes))-1]
+		}
+	}
+	e.mu.Unlock()
+	switch {
+	case c == nil:
+		return engine.Exit{At: time.Now(), Removed: true}, nil
+	case waits:
+		<-ctx.Done()
+		return engine.Exit{At: time.Now()}, nil
+	}
+	return engine.Exit{At: time.Now(), Code: code, Known: true}, nil
+}
+
 func (e *Engine) Follow(ctx context.Context, id string, sent time.Time, tail int, since string) (engine.Run, error) {
 	name := e.nameOf(id)
 	if err, _ := e.call("Follow", name); err != nil {
 		return engine.Run{}, err
 	}
-	if e.Block["Follow "+name] {
+	e.mu.Lock()
+	c := e.find(id)
+	sleeps := c != nil && c.sleeps()
+	e.mu.Unlock()
+	if e.Block["Follow "+name] || sleeps {
 		<-ctx.Done()
 		return engine.Run{}, ctx.Err()
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c := e.find(id)
-	if c == nil {
+	if c = e.find(id); c == nil {
 		return engine.Run{}, fmt.Errorf("following %s: no such container", id)
 	}
 	c.running = false
 	codes := e.Exits[name]
-	code := 0
+	code, says := c.exitCode()
 	if len(codes) > 0 {
-		code = codes[min(c.starts, len(codes))-1]
+		code, says = codes[min(c.starts, len(codes))-1], false
 	}
 	run := engine.Run{
 		ExitCode: code, Image: "image-of-" + name, Command: []string{"run", name},
 		StartedAt: sent.UTC().Format(time.RFC3339Nano), FinishedAt: sent.Add(time.Millisecond).UTC().Format(time.RFC3339Nano),
 	}
-	for i := range min(tail, 2) {
-		run.Output = append(run.Output, fmt.Sprintf("%s run %d line %d", name, c.starts, i+1))
+	lines := []string{fmt.Sprintf("%s run %d line 1", name, c.starts), fmt.Sprintf("%s run %d line 2", name, c.starts)}
+	if says {
+		lines[1] = fmt.Sprintf("exiting %d", code)
 	}
+	run.Output = append(run.Output, lines[2-min(tail, 2):]...)
 	return run, nil
 }

@@ -7,7 +7,8 @@
 // exits N whatever PROBE_EXIT says; --fail-times=N exits 3 on its first N
 // runs, counted in <dir>/<name>.count (--fail-times=0 only counts them);
 // --name=NAME is PROBE_NAME, for a container that shares another's
-// environment (a fallback).
+// environment (a fallback); --sleep=N sleeps N seconds whatever
+// PROBE_SLEEP says.
 package main
 
 import (
@@ -82,7 +83,13 @@ func main() {
 			os.Exit(99)
 		}
 	}
-	if secs, _ := strconv.Atoi(os.Getenv("PROBE_SLEEP")); secs > 0 {
+	secs, _ := strconv.Atoi(os.Getenv("PROBE_SLEEP"))
+	for _, arg := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(arg, "--sleep="); ok {
+			secs, _ = strconv.Atoi(v)
+		}
+	}
+	if secs > 0 {
 		time.Sleep(time.Duration(secs) * time.Second)
 	}
 	code, _ := strconv.Atoi(os.Getenv("PROBE_EXIT"))

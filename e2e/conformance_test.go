@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/engine/conformance"
+	"github.com/waitdaemon/waitdaemon/imageref"
+	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+)
+
+// TestConformance holds each real engine to the engine contract
+// (package engine/conformance): Docker 20.10, Docker 29 and containerd.
+// Podman is left out: its 4.3 forgets a failed start (forgetsFailedStart),
+// which the contract's List reports as a run.
+func TestConformance(t *testing.T) {
+	for _, e := range engines {
+		if e.name == "podman" {
+			continue
+		}
+		t.Run(e.name, func(t *testing.T) { conformance.Run(t, conformanceRow{openRig(t, e)}) })
+	}
+}
+
+// conformanceRow is a row of the engine table as the suite takes it: the
+// action is the probe, sleeping, made as the row's worker or agent makes
+// an action; a lost answer is a second call.
+type conformanceRow struct{ r rig }
+
+func (c conformanceRow) Engine() engine.Engine { return c.r.engine() }
+
+// sleeping is the probe's command while it plays the action, or runs
+// until removed: longer than any test.
+var sleeping = []string{"--sleep=3600"}
+
+// Action runs the probe as tink-agent runs an action: on Docker, with the
+// engine's socket bound in; on containerd, as its containerd runtime
+// does (tinkagent).
+func (c conformanceRow) Action(t *testing.T) engine.Self {
+	t.Helper()
+	ctx := testCtx(t)
+	var id string
+	switch r := c.r.(type) {
+	case dockerRig:
+		name := "tinkerbell_conformance_" + randomHex(8) + "_e2e"
+		body := dockerapi.CreateRequest{
+			Config:     dockerapi.Config{Image: probeImage, Cmd: sleeping},
+			HostConfig: dockerapi.HostConfig{Binds: []string{r.c.SocketPath() + ":/var/run/docker.sock"}},
+		}
+		created, err := r.c.ContainerCreate(ctx, name, body)
+		if err != nil {
+			t.Fatalf("worker: %v", err)
+		}
+		t.Cleanup(func() { removeAction(r.c, created.ID) })
+		if err := r.c.ContainerStart(ctx, created.ID); err != nil {
+			t.Fatalf("worker: %v", err)
+		}
+		id = created.ID
+	case containerdRig:
+		env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+		a := r.newAction(t, "tinkerbell_conformance_"+randomHex(8)+"_e2e", sleeping, env, [][2]string{{containerdSocket, "/run/containerd/containerd.sock"}}, true)
+		a.Image = "docker.io/library/" + probeImage
+		if err := tinkagent.Create(ctx, r.c, a); err != nil {
+			t.Fatalf("agent: %v", err)
+		}
+		if _, err := r.c.TaskStart(ctx, a.ID); err != nil {
+			t.Fatalf("agent: starting the action: %v", err)
+		}
+		id = a.ID
+	default:
+		t.Fatalf("no action for rig %T", c.r)
+	}
+	self, err := c.r.engine().Inspect(ctx, id)
+	if err != nil {
+		t.Fatalf("inspecting the action: %v", err)
+	}
+	return self
+}
+
+// Images are the probe, the probe with an entrypoint that is not there,
+// and a name no engine has.
+func (c conformanceRow) Images(t *testing.T) conformance.Images {
+	t.Helper()
+	needNoStart(t, c.r)
+	ref := func(s string) imageref.Ref {
+		r, err := imageref.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	return conformance.Images{Run: ref(probeImage), NoStart: ref(noStartImage), Absent: ref("waitdaemon-absent:" + e2eTag)}
+}
+
+// Program: the probe prints its report, a JSON object whose last line is
+// "}", on stdout, then, exiting non-zero, one line on stderr.
+func (c conformanceRow) Program(code int) ([]string, string) {
+	if code == conformance.Forever {
+		return sleeping, ""
+	}
+	return []string{"--exit=" + strconv.Itoa(code)}, "}"
+}
+
+func (c conformanceRow) Lose(string, string) bool { return false }
