@@ -3,10 +3,12 @@ package containerdapi_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -202,7 +204,7 @@ func TestBrokenConnection(t *testing.T) {
 		{name: "lease create", call: func(ctx context.Context, c *containerdapi.Client) error {
 			_, err := c.LeaseCreate(ctx, "web", time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
 			return err
-		}, wantTries: 1, wantErr: true},
+		}, wantTries: 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -349,4 +351,62 @@ func TestTaskLostAnswer(t *testing.T) {
 // varint encodes a varint field.
 func varint(num protowire.Number, v uint64) []byte {
 	return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), v)
+}
+
+// TestPrepareAndLeaseAdopt: a lease create or a snapshot prepare whose
+// answer was lost is sent again, and AlreadyExists then means that the
+// first did the work: the lease is returned, and the snapshot's mounts
+// read. AlreadyExists to a first attempt is the daemon's answer.
+func TestPrepareAndLeaseAdopt(t *testing.T) {
+	calls := map[string]func(context.Context, *containerdapi.Client) error{
+		"Create": func(ctx context.Context, c *containerdapi.Client) error {
+			l, err := c.LeaseCreate(ctx, "l1", time.Time{})
+			if err == nil && l.ID != "l1" {
+				return fmt.Errorf("lease %q, want l1", l.ID)
+			}
+			return err
+		},
+		"Prepare": func(ctx context.Context, c *containerdapi.Client) error {
+			m, err := c.SnapshotPrepare(ctx, "overlayfs", "k1", "sha256:p")
+			if err == nil && (len(m) != 1 || m[0].Type != "overlay") {
+				return fmt.Errorf("mounts %+v, want the snapshot's one overlay", m)
+			}
+			return err
+		},
+	}
+	for method, call := range calls {
+		for _, lose := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, answer lost %v", method, lose), func(t *testing.T) {
+				var seen []string
+				var n hits
+				c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+					readRequest(t, r)
+					m := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+					seen = append(seen, m)
+					switch {
+					case m == method && n.add() == 1 && lose:
+						panic(http.ErrAbortHandler) // done; the answer never came
+					case m == method:
+						fail(w, containerdapi.AlreadyExists, "already exists")
+					case m == "Mounts":
+						answer(w, sub(1, str(1, "overlay"), str(2, "overlay")))
+					}
+				})
+				err := call(shortCtx(t), c)
+				if lose && err != nil || !lose && !errors.Is(err, containerdapi.ErrAlreadyExists) {
+					t.Errorf("error %v; want none after a lost answer, AlreadyExists at once", err)
+				}
+				want := []string{method}
+				if lose {
+					want = append(want, method)
+					if method == "Prepare" {
+						want = append(want, "Mounts")
+					}
+				}
+				if !slices.Equal(seen, want) {
+					t.Errorf("calls %q, want %q", seen, want)
+				}
+			})
+		}
+	}
 }

@@ -2,8 +2,11 @@ package containerdapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // DefaultSnapshotter is the snapshotter waitdaemon unpacks to and
@@ -100,7 +103,7 @@ func (m *statSnapshotResponse) fields() []field {
 const snapshotsService = "containerd.services.snapshots.v1.Snapshots/"
 
 var (
-	snapshotsPrepare = newRPC(snapshotsService+"Prepare", &snapshotRequest{}, &mountsResponse{}, false)
+	snapshotsPrepare = newRPC(snapshotsService+"Prepare", &snapshotRequest{}, &mountsResponse{}, true)
 	snapshotsMounts  = newRPC(snapshotsService+"Mounts", &snapshotRequest{}, &mountsResponse{}, true)
 	snapshotsStat    = newRPC(snapshotsService+"Stat", &snapshotRequest{}, &statSnapshotResponse{}, true)
 	snapshotsRemove  = newRPC(snapshotsService+"Remove", &snapshotRequest{}, &empty{}, true)
@@ -109,11 +112,18 @@ var (
 // SnapshotPrepare makes the active snapshot key on top of parent (a chain
 // ID; "" for an empty one) and returns its mounts. Call it under a lease
 // (WithLease) until a container holds the key, or the garbage collector
-// may take it.
+// may take it. It is safe to retry: when an attempt may have reached the
+// daemon and the retry meets AlreadyExists, the snapshot is the one that
+// attempt made (keys are the caller's own), and its mounts are returned.
 func (c *Client) SnapshotPrepare(ctx context.Context, snapshotter, key, parent string) ([]Mount, error) {
 	var out mountsResponse
 	req := &snapshotRequest{Snapshotter: snapshotter, Key: key, Parent: parent}
-	if err := c.call(ctx, snapshotsPrepare, req, &out, callOptions{}); err != nil {
+	tries := &socketclient.Attempts{}
+	err := c.call(ctx, snapshotsPrepare, req, &out, callOptions{tries: tries})
+	if err != nil && tries.Ambiguous && errors.Is(err, ErrAlreadyExists) {
+		return c.SnapshotMounts(ctx, snapshotter, key)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("preparing snapshot %q: %w", key, err)
 	}
 	return out.Mounts, nil
