@@ -480,18 +480,18 @@ func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKi
 	ctx := testCtx(t)
 	a := s.r.newAction(t, full, sweepUserCommand, env, [][2]string{{p.dir, filepath.Dir(containerdapi.DefaultSocket)}, {out, "/out"}}, false)
 	exit, _ := s.r.agentRun(t, ctx, a)
+	// Read before the task goes: on a loaded machine the shim copies
+	// phase 1's last lines seconds after its exit, and a task deleted
+	// sooner can lose them.
+	res := sweepRun{actionID: a.ID, exit: int(exit.Status), phase1: settledOutput(a.Log)}
+	if fi, err := os.Stat(a.Log); err != nil || fi.Size() == 0 {
+		res.phase1 += fmt.Sprintf("(its output %s: %v, %v)", a.Log, fi, err)
+	}
 	if err := tinkagent.Delete(ctx, s.r.c, a); err != nil {
 		t.Fatalf("agent: %v", err)
 	}
-	res := sweepRun{actionID: a.ID, exit: int(exit.Status)}
 	if exit.Status == 0 {
 		res.waiter = s.waiterOutput(t, a.ID)
-	}
-	// Read once the waiter is done: on a loaded machine the shim copies
-	// phase 1's last lines seconds after its exit.
-	res.phase1 = settledOutput(a.Log)
-	if fi, err := os.Stat(a.Log); err != nil || fi.Size() == 0 {
-		res.phase1 += fmt.Sprintf("(its output %s: %v, %v)", a.Log, fi, err)
 	}
 	res.left = settle(t, s.r.eng, a.ID, true, 30*time.Second)
 	res.proxyLog = p.log()
