@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,19 +25,14 @@ type faultProxy struct {
 	sock string
 	up   *http.Client // the real engine, on upstream
 
-	// norm, when set, names each exchange as a sweep knows it (IDs and
-	// names made general), for faults that pick the nth exchange of a
-	// kind and for the list of exchanges made (calls).
-	norm func(exchange string) string
+	// The faults, and what the proxy saw: "METHOD /path: what
+	// happened", in order.
+	ledger[*fault]
 
-	mu     sync.Mutex
-	faults []*fault
-	seen   []string // "METHOD /path: what happened", in order
-	made   []sweepCall
-	occur  map[string]int
-	ln     net.Listener
-	srv    *http.Server
-	conns  map[net.Conn]bool
+	mu    sync.Mutex
+	ln    net.Listener
+	srv   *http.Server
+	conns map[net.Conn]bool
 }
 
 // What a fault does to a matching exchange.
@@ -99,11 +93,7 @@ func newFaultProxy(t *testing.T, upstream string) *faultProxy {
 func (p *faultProxy) env() (string, string) { return "DOCKER_HOST", "unix:///proxy/docker.sock" }
 func (p *faultProxy) volume() string        { return p.dir + ":/proxy" }
 
-func (p *faultProxy) add(f *fault) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.faults = append(p.faults, f)
-}
+func (f *fault) pick() (sweepCall, int, *int) { return f.call, f.times, &f.hits }
 
 // listen makes the socket and serves it.
 func (p *faultProxy) listen() {
@@ -168,73 +158,13 @@ func (p *faultProxy) track(c net.Conn, s http.ConnState) {
 	}
 }
 
-func (p *faultProxy) note(format string, args ...any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.seen = append(p.seen, fmt.Sprintf(format, args...))
-}
-
-// log is what the proxy saw, in order.
-func (p *faultProxy) log() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.seen...)
-}
-
-// calls is the list of exchanges made, as norm names them, in order.
-func (p *faultProxy) calls() []sweepCall {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]sweepCall(nil), p.made...)
-}
-
-// count counts the exchanges seen whose line starts with prefix.
-func (p *faultProxy) count(prefix string) int {
-	n := 0
-	for _, l := range p.log() {
-		if strings.HasPrefix(l, prefix) {
-			n++
-		}
-	}
-	return n
-}
-
-func (p *faultProxy) match(method, path string) *fault {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var call sweepCall
-	if p.norm != nil {
-		if p.occur == nil {
-			p.occur = map[string]int{}
-		}
-		call.key = p.norm(method + " " + path)
-		p.occur[call.key]++
-		call.nth = p.occur[call.key]
-		p.made = append(p.made, call)
-	}
-	for _, f := range p.faults {
-		if f.call.key != "" {
-			if f.call == call {
-				f.hits++
-				return f
-			}
-			continue
-		}
-		if f.method == method && f.path.MatchString(path) && (f.times == 0 || f.hits < f.times) {
-			f.hits++
-			return f
-		}
-	}
-	return nil
-}
-
 func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := versionPrefix.ReplaceAllString(r.URL.Path, "")
 	if name := r.URL.Query().Get("name"); name != "" {
 		path += "?name=" + name
 	}
 	exchange := r.Method + " " + path
-	f := p.match(r.Method, path)
+	f, _ := p.match(exchange, func(f *fault) bool { return f.method == r.Method && f.path.MatchString(path) })
 	if f != nil {
 		switch f.kind {
 		case answer:

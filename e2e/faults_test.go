@@ -35,13 +35,13 @@ var userCreate = regexp.MustCompile(`^/containers/create\?name=.*-waitdaemon-use
 func succeeded(t *testing.T, c *dockerapi.Client, p *faultProxy, r ran, out string) []event {
 	t.Helper()
 	if r.ExitCode != 0 {
-		t.Fatalf("the action exited %d:\n%s\nproxy:\n%s", r.ExitCode, r.Logs, strings.Join(p.log(), "\n"))
+		t.Fatalf("the action exited %d:\n%s\nproxy:\n%s", r.ExitCode, r.Logs, p.log())
 	}
 	evs := followWaiter(t, c, r.ID)
 	res, ok := find(evs, "result")
 	attempts, _ := res["attempts"].([]any)
 	if !ok || res.num("exit_code") != 0 || len(attempts) != 1 {
-		t.Errorf("result = %v, want one attempt that exited 0; waiter:\n%v\nproxy:\n%s", res, evs, strings.Join(p.log(), "\n"))
+		t.Errorf("result = %v, want one attempt that exited 0; waiter:\n%v\nproxy:\n%s", res, evs, p.log())
 	}
 	if _, ran := readProbe(t, out, "probe"); !ran {
 		t.Error("the user container did not run")
@@ -108,8 +108,8 @@ func TestFaults(t *testing.T) {
 			r := runAction(t, c, tinkAgent, proxied(p, "e2e fault 503", out, map[string]string{}))
 			succeeded(t, c, p, r, out)
 			name := "POST /containers/create?name=tinkerbell_e2e_fault_503_e2e-waitdaemon-user"
-			if n503, n201 := p.count(name+": 503"), p.count(name+": 201"); n503 != 3 || n201 != 1 {
-				t.Errorf("user creates: %d answered 503 and %d 201, want 3 and 1:\n%s", n503, n201, strings.Join(p.log(), "\n"))
+			if n503, n201 := p.count(prefix(name+": 503")), p.count(prefix(name+": 201")); n503 != 3 || n201 != 1 {
+				t.Errorf("user creates: %d answered 503 and %d 201, want 3 and 1:\n%s", n503, n201, p.log())
 			}
 		})
 
@@ -123,8 +123,8 @@ func TestFaults(t *testing.T) {
 			if r.ExitCode != 1 || !strings.Contains(r.Logs, "fault injected: 500") {
 				t.Errorf("exit %d, output:\n%s\nwant exit 1 and the engine's message", r.ExitCode, r.Logs)
 			}
-			if n := p.count("POST /containers/create?name=tinkerbell_e2e_fault_500_e2e-waitdaemon-user"); n != 1 {
-				t.Errorf("the user create was sent %d times, want once:\n%s", n, strings.Join(p.log(), "\n"))
+			if n := p.count(prefix("POST /containers/create?name=tinkerbell_e2e_fault_500_e2e-waitdaemon-user")); n != 1 {
+				t.Errorf("the user create was sent %d times, want once:\n%s", n, p.log())
 			}
 			waitGone(t, rigOf(c), r.ID, 5*time.Second)
 			if _, ran := readProbe(t, out, "probe"); ran {
@@ -142,9 +142,9 @@ func TestFaults(t *testing.T) {
 			succeeded(t, c, p, r, out)
 			name := "POST /containers/create?name=tinkerbell_e2e_fault_late_e2e-waitdaemon-user"
 			// The conflict is 409 on Docker, 500 on Podman 4.3.
-			late, conflict := p.count(name+": 201 from the engine, hung up"), p.count(name+": 409")+p.count(name+": 500")
-			if late != 1 || conflict != 1 || p.count(name) != 2 {
-				t.Errorf("user creates: want one created and hung up, then one 409 that is adopted:\n%s", strings.Join(p.log(), "\n"))
+			late, conflict := p.count(prefix(name+": 201 from the engine, hung up")), p.count(prefix(name+": 409"))+p.count(prefix(name+": 500"))
+			if late != 1 || conflict != 1 || p.count(prefix(name)) != 2 {
+				t.Errorf("user creates: want one created and hung up, then one 409 that is adopted:\n%s", p.log())
 			}
 		})
 
@@ -182,8 +182,8 @@ func TestFaults(t *testing.T) {
 				a.env["IMAGE"] = ref
 				r := runAction(t, c, tinkAgent, a)
 				succeeded(t, c, p, r, out)
-				if cutN, whole := p.count("POST /images/create: 200, cut"), p.count("POST /images/create: 200"); cutN != 1 || whole != 2 {
-					t.Errorf("pulls: want one cut and one whole:\n%s", strings.Join(p.log(), "\n"))
+				if cutN, whole := p.count(prefix("POST /images/create: 200, cut")), p.count(prefix("POST /images/create: 200")); cutN != 1 || whole != 2 {
+					t.Errorf("pulls: want one cut and one whole:\n%s", p.log())
 				}
 			})
 		}
@@ -203,14 +203,14 @@ func TestFaults(t *testing.T) {
 			r := runAction(t, c, tinkAgent, proxied(p, "e2e fault wait", out, map[string]string{"WAIT_SECONDS": "1"}))
 			evs := succeeded(t, c, p, r, out)
 			if _, ok := find(evs, "lost the engine while waiting for the action container; asking again"); !ok {
-				t.Errorf("the waiter did not say it asked again:\n%v\nproxy:\n%s", evs, strings.Join(p.log(), "\n"))
+				t.Errorf("the waiter did not say it asked again:\n%v\nproxy:\n%s", evs, p.log())
 			}
 			// The broken wait is not taken for the exit: the waiter asks
 			// again (the second wait answers at the exit, or its poll of
 			// the action's state learns it first), and the start follows
 			// the real exit by WAIT_SECONDS, not the break.
-			if n := p.count("POST /containers/" + r.ID + "/wait"); n != 2 {
-				t.Errorf("the waiter waited %d times on the action, want 2:\n%s", n, strings.Join(p.log(), "\n"))
+			if n := p.count(prefix("POST /containers/" + r.ID + "/wait")); n != 2 {
+				t.Errorf("the waiter waited %d times on the action, want 2:\n%s", n, p.log())
 			}
 			started, _ := find(evs, "started user container")
 			sent, err := time.Parse(time.RFC3339Nano, started.str("start_sent"))
@@ -233,8 +233,8 @@ func TestFaults(t *testing.T) {
 			if rep, ok := readProbe(t, out, "probe"); ok && rep.Started.Before(up.Add(-100*time.Millisecond)) {
 				t.Errorf("the user container started at %v, before the engine was back at %v", rep.Started, up)
 			}
-			if n := p.count("POST /containers/tinkerbell_e2e_fault_restart_e2e-waitdaemon-user/start"); n != 1 {
-				t.Errorf("the user container was started %d times, want once:\n%s", n, strings.Join(p.log(), "\n"))
+			if n := p.count(prefix("POST /containers/tinkerbell_e2e_fault_restart_e2e-waitdaemon-user/start")); n != 1 {
+				t.Errorf("the user container was started %d times, want once:\n%s", n, p.log())
 			}
 		})
 	})

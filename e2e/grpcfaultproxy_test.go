@@ -35,17 +35,12 @@ type grpcFaultProxy struct {
 	sock string
 	up   *http.Transport // the test containerd
 
-	// norm, when set, names each call as a sweep knows it (IDs and
-	// names made general), for faults that pick the nth call of a kind
-	// and for the list of calls made (calls).
-	norm func(call string) string
+	// The faults, and what the proxy saw: "Service/Method subject: what
+	// happened", in order.
+	ledger[*grpcFault]
 
-	mu     sync.Mutex
-	faults []*grpcFault
-	seen   []string // "Service/Method subject: what happened", in order
-	made   []sweepCall
-	occur  map[string]int
-	srv    *http.Server
+	mu  sync.Mutex
+	srv *http.Server
 }
 
 // What a fault does to a matching call.
@@ -113,11 +108,7 @@ func newGRPCFaultProxy(t *testing.T) *grpcFaultProxy {
 	return p
 }
 
-func (p *grpcFaultProxy) add(f *grpcFault) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.faults = append(p.faults, f)
-}
+func (f *grpcFault) pick() (sweepCall, int, *int) { return f.call, f.times, &f.hits }
 
 // listen makes the socket and serves it.
 func (p *grpcFaultProxy) listen() {
@@ -134,69 +125,6 @@ func (p *grpcFaultProxy) listen() {
 	p.mu.Unlock()
 	p.note("-- listening")
 	go func() { _ = srv.Serve(ln) }()
-}
-
-func (p *grpcFaultProxy) note(format string, args ...any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.seen = append(p.seen, fmt.Sprintf(format, args...))
-}
-
-// log is what the proxy saw, in order, one call a line.
-func (p *grpcFaultProxy) log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Join(p.seen, "\n")
-}
-
-// calls is the list of calls made, as norm names them, in order.
-func (p *grpcFaultProxy) calls() []sweepCall {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]sweepCall(nil), p.made...)
-}
-
-// count counts the calls seen whose line matches re.
-func (p *grpcFaultProxy) count(re string) int {
-	r := regexp.MustCompile(re)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, l := range p.seen {
-		if r.MatchString(l) {
-			n++
-		}
-	}
-	return n
-}
-
-func (p *grpcFaultProxy) match(method, subject string) *grpcFault {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var call sweepCall
-	if p.norm != nil {
-		if p.occur == nil {
-			p.occur = map[string]int{}
-		}
-		call.key = p.norm(strings.TrimSpace(method + " " + subject))
-		p.occur[call.key]++
-		call.nth = p.occur[call.key]
-		p.made = append(p.made, call)
-	}
-	for _, f := range p.faults {
-		if f.call.key != "" {
-			if f.call == call {
-				f.hits++
-				return f
-			}
-			continue
-		}
-		if f.method == method && (f.subject == nil || f.subject.MatchString(subject)) && (f.times == 0 || f.hits < f.times) {
-			f.hits++
-			return f
-		}
-	}
-	return nil
 }
 
 func (p *grpcFaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -220,7 +148,9 @@ func (p *grpcFaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = bytes.NewReader(msg)
 	}
 	call := strings.TrimSpace(method + " " + subject)
-	f := p.match(method, subject)
+	f, _ := p.match(strings.TrimSpace(method+" "+subject), func(f *grpcFault) bool {
+		return f.method == method && (f.subject == nil || f.subject.MatchString(subject))
+	})
 	if f != nil && f.kind == unavailable {
 		p.note("%s: Unavailable (fault)", call)
 		w.Header().Set("Content-Type", "application/grpc")

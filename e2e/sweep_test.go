@@ -415,19 +415,15 @@ func (d dockerSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKind, 
 		res.waiter = followWaiterRaw(t, d.c, r.ID)
 	}
 	res.left = settle(t, rigOf(d.c).engine(), r.ID, false, 30*time.Second)
-	res.proxyLog = strings.Join(p.log(), "\n")
+	res.proxyLog = p.log()
 	res.calls = p.calls()
 	res.created = map[string]int{}
-	for _, l := range p.log() {
+	for _, l := range strings.Split(p.log(), "\n") {
 		if m := createName.FindStringSubmatch(l); m != nil {
 			res.created[m[1]]++
 		}
 	}
-	p.mu.Lock()
-	for _, f := range p.faults {
-		res.fired += f.hits
-	}
-	p.mu.Unlock()
+	res.fired = p.fired()
 	return res
 }
 
@@ -504,11 +500,7 @@ func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKi
 			res.created[m[2]]++
 		}
 	}
-	p.mu.Lock()
-	for _, f := range p.faults {
-		res.fired += f.hits
-	}
-	p.mu.Unlock()
+	res.fired = p.fired()
 	return res
 }
 
