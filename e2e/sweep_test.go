@@ -180,49 +180,65 @@ func sweep(t *testing.T, s sweeper) {
 	byKind := map[sweepKind]map[sweepOutcome]int{}
 	var notRan []string // the runs that did not hand off and run everything
 	var wg sync.WaitGroup
+	runCases := func(cases <-chan sweepCase) {
+		for c := range cases {
+			// t.Run from several goroutines at once: the runs overlap
+			// without counting against -parallel.
+			t.Run(c.call.name()+"/"+c.kind.String(), func(t *testing.T) {
+				outcome := outcomeViolated
+				defer func() {
+					mu.Lock()
+					defer mu.Unlock()
+					if t.Failed() {
+						outcome = outcomeViolated
+					}
+					outcomes[outcome]++
+					if outcome != outcomeRan {
+						notRan = append(notRan, fmt.Sprintf("  %s, %s: %s", c.call, c.kind, outcome))
+					}
+					if byKind[c.kind] == nil {
+						byKind[c.kind] = map[sweepOutcome]int{}
+					}
+					byKind[c.kind][outcome]++
+				}()
+				out := t.TempDir()
+				r := s.run(t, c.n, c.call, c.kind, out)
+				outcome = checkSweepRun(t, s, r, out)
+				if r.fired == 0 {
+					outcome = outcomeNotMet
+				}
+			})
+		}
+	}
 	for range sweepParallel {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c := range cases {
-				// t.Run from several goroutines at once: the runs overlap
-				// without counting against -parallel.
-				t.Run(c.call.name()+"/"+c.kind.String(), func(t *testing.T) {
-					outcome := outcomeViolated
-					defer func() {
-						mu.Lock()
-						defer mu.Unlock()
-						if t.Failed() {
-							outcome = outcomeViolated
-						}
-						outcomes[outcome]++
-						if outcome != outcomeRan {
-							notRan = append(notRan, fmt.Sprintf("  %s, %s: %s", c.call, c.kind, outcome))
-						}
-						if byKind[c.kind] == nil {
-							byKind[c.kind] = map[sweepOutcome]int{}
-						}
-						byKind[c.kind][outcome]++
-					}()
-					out := t.TempDir()
-					r := s.run(t, c.n, c.call, c.kind, out)
-					outcome = checkSweepRun(t, s, r, out)
-					if r.fired == 0 {
-						outcome = outcomeNotMet
-					}
-				})
-			}
-		}()
+		go func() { defer wg.Done(); runCases(cases) }()
 	}
+	// A call on another action's container (a waiter removing the
+	// stopped waiters of other actions) is made only if that container
+	// is still there: those runs go alone, after the rest, each after
+	// prepare has left one, as it did before the recording.
 	n := 0
+	var alone []sweepCase
 	for _, call := range rec.calls {
 		for _, kind := range sweepKinds {
 			n++
+			if strings.Contains(call.key, "{other}") {
+				alone = append(alone, sweepCase{n, call, kind})
+				continue
+			}
 			cases <- sweepCase{n, call, kind}
 		}
 	}
 	close(cases)
 	wg.Wait()
+	for _, c := range alone {
+		s.prepare(t)
+		one := make(chan sweepCase, 1)
+		one <- c
+		close(one)
+		runCases(one)
+	}
 
 	var summary []string
 	for _, kind := range sweepKinds {

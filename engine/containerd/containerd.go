@@ -133,7 +133,8 @@ type Engine struct {
 	// images are the images read so far, by name, and whether each was
 	// found unpacked: phase 1 reads the user's image to decide the pull,
 	// to plan and to create, and reads it once. A pull forgets it.
-	images map[string]image
+	images     map[string]image
+	imageLocks map[string]*sync.Mutex
 }
 
 // image is an image read, and whether its snapshot was found.
@@ -144,33 +145,50 @@ type image struct {
 
 // resolve reads image name for this host's platform, once (see images).
 func (e *Engine) resolve(ctx context.Context, name string) (containerdapi.ResolvedImage, error) {
-	e.mu.Lock()
-	img, ok := e.images[name]
-	e.mu.Unlock()
-	if ok {
-		return img.ResolvedImage, nil
-	}
-	r, err := e.C.ImageResolve(ctx, name, containerdapi.DefaultPlatform())
-	if err == nil {
-		e.noteImage(name, image{ResolvedImage: r})
-	}
-	return r, err
+	return e.image(ctx, name, "")
 }
 
 // unpacked reads image name, and checks that it is unpacked for the
 // snapshotter, once (see images).
 func (e *Engine) unpacked(ctx context.Context, name, snapshotter string) (containerdapi.ResolvedImage, error) {
+	return e.image(ctx, name, snapshotter)
+}
+
+// image reads image name, and with a snapshotter checks that it is
+// unpacked, each once: callers at the same time wait for the first, so
+// that an image is read the same number of times whatever the order.
+func (e *Engine) image(ctx context.Context, name, snapshotter string) (containerdapi.ResolvedImage, error) {
+	e.mu.Lock()
+	if e.imageLocks == nil {
+		e.imageLocks = map[string]*sync.Mutex{}
+	}
+	lock := e.imageLocks[name]
+	if lock == nil {
+		lock = &sync.Mutex{}
+		e.imageLocks[name] = lock
+	}
+	e.mu.Unlock()
+	lock.Lock()
+	defer lock.Unlock()
 	e.mu.Lock()
 	img, ok := e.images[name]
 	e.mu.Unlock()
-	if ok && img.unpacked {
-		return img.ResolvedImage, nil
+	if !ok {
+		r, err := e.C.ImageResolve(ctx, name, containerdapi.DefaultPlatform())
+		if err != nil {
+			return r, err
+		}
+		img = image{ResolvedImage: r}
+		e.noteImage(name, img)
 	}
-	r, err := e.C.ImageUnpacked(ctx, name, containerdapi.DefaultPlatform(), snapshotter)
-	if err == nil {
-		e.noteImage(name, image{ResolvedImage: r, unpacked: true})
+	if snapshotter != "" && !img.unpacked {
+		if _, err := e.C.SnapshotStat(ctx, snapshotter, img.ChainID); err != nil {
+			return containerdapi.ResolvedImage{}, fmt.Errorf("image %q is not unpacked: %w", name, err)
+		}
+		img.unpacked = true
+		e.noteImage(name, img)
 	}
-	return r, err
+	return img.ResolvedImage, nil
 }
 
 // forget forgets image name: it is pulled, perhaps anew.
