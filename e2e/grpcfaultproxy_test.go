@@ -227,6 +227,10 @@ func callSubject(method string, framed []byte) string {
 		return string(protoField(protoField(msg, 1), 1)) // {container {id}}
 	case strings.HasPrefix(method, "Containers/") || strings.HasPrefix(method, "Tasks/"):
 		return string(protoField(msg, 1)) // {id} or {container_id}
+	case strings.HasPrefix(method, "Snapshots/"):
+		return string(protoField(msg, 2)) // {snapshotter, key}
+	case strings.HasPrefix(method, "Leases/"):
+		return string(protoField(msg, 1)) // {id}
 	case method == "Transfer/Transfer":
 		return string(protoField(protoField(protoField(msg, 1), 2), 1)) // {source Any {value {reference}}}
 	}

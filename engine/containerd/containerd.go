@@ -78,6 +78,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // Labels this engine sets besides the phases'.
@@ -438,10 +439,26 @@ func (e *Engine) deleteTask(ctx context.Context, id string) error {
 			return fmt.Errorf("waiting for its killed task: %w", err)
 		}
 	}
-	if _, err := e.C.TaskDelete(ctx, id); err != nil && !errors.Is(err, containerdapi.ErrNotFound) {
-		return fmt.Errorf("deleting its task: %w", err)
+	return e.taskDelete(ctx, id)
+}
+
+// taskDelete deletes a stopped task. A delete that fails while the task's
+// shim goes away (containerd says "ttrpc: closed") may have happened: the
+// task is asked for, and deleted again while it is there, a few times.
+func (e *Engine) taskDelete(ctx context.Context, id string) error {
+	var err error
+	for try := range 3 {
+		if _, err = e.C.TaskDelete(ctx, id); err == nil || errors.Is(err, containerdapi.ErrNotFound) {
+			return nil
+		}
+		if _, gerr := e.C.TaskGet(ctx, id); errors.Is(gerr, containerdapi.ErrNotFound) {
+			return nil
+		}
+		if perr := socketclient.Pause(ctx, try); perr != nil {
+			break
+		}
 	}
-	return nil
+	return fmt.Errorf("deleting its task: %w", err)
 }
 
 // HasImage reports whether the image is in the store and unpacked for
