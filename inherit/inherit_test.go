@@ -3,7 +3,6 @@ package inherit
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,10 +11,8 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // caseDir holds the recorded inputs; see its README.md.
 const caseDir = "../testdata/inherit"
@@ -81,20 +78,7 @@ func (r recorded) input(tb testing.TB) Input {
 // caseNames is every recorded case, failing on a required one missing.
 func caseNames(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(caseDir, "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, f := range files {
-		names = append(names, strings.TrimSuffix(filepath.Base(f), ".json"))
-	}
-	for _, name := range requiredCases {
-		if !slices.Contains(names, name) {
-			t.Errorf("recorded case %s.json is missing from %s", name, caseDir)
-		}
-	}
-	return names
+	return golden.Cases(t, caseDir, requiredCases...)
 }
 
 func marshal(t *testing.T, out Output) []byte {
@@ -114,22 +98,7 @@ func TestPlan(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			out := Plan(readCase(t, name).input(t))
 			got := marshal(t, out)
-			golden := filepath.Join("testdata", "golden", name+".json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to write it)", err)
-			}
-			if !bytes.Equal(want, got) {
-				t.Errorf("plan differs from %s (-want +got):\n%s", golden, linediff.Text(string(want), string(got)))
-			}
+			golden.Check(t, name, got)
 			check, ok := checks[name]
 			if !ok {
 				t.Fatalf("no checks for case %s: add them to checks", name)
@@ -137,13 +106,7 @@ func TestPlan(t *testing.T) {
 			check(t, out, got)
 		})
 	}
-	// A golden file without its case is stale.
-	goldens, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
-	for _, g := range goldens {
-		if name := strings.TrimSuffix(filepath.Base(g), ".json"); !slices.Contains(names, name) {
-			t.Errorf("%s has no recorded case in %s: remove it", g, caseDir)
-		}
-	}
+	golden.NoneStale(t, names, caseDir)
 }
 
 // checks states, case by case, what the plan must get right, so that the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,10 +13,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/waitdaemon/waitdaemon/inherit"
+	"github.com/waitdaemon/waitdaemon/internal/golden"
 	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // caseDir holds the recorded inputs; see its README.md.
 const caseDir = "../../testdata/ocispec"
@@ -92,20 +90,7 @@ func (r recorded) input(tb testing.TB) Input {
 // caseNames is every recorded case, failing on a required one missing.
 func caseNames(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(caseDir, "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, f := range files {
-		names = append(names, strings.TrimSuffix(filepath.Base(f), ".json"))
-	}
-	for _, name := range requiredCases {
-		if !slices.Contains(names, name) {
-			t.Errorf("recorded case %s.json is missing from %s", name, caseDir)
-		}
-	}
-	return names
+	return golden.Cases(t, caseDir, requiredCases...)
 }
 
 func indent(t *testing.T, v any) []byte {
@@ -133,22 +118,7 @@ func TestPlan(t *testing.T) {
 				t.Fatalf("Plan: %v", err)
 			}
 			got := indent(t, out)
-			golden := filepath.Join("testdata", "golden", name+".json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to write it)", err)
-			}
-			if !bytes.Equal(want, got) {
-				t.Errorf("plan differs from %s (-want +got):\n%s", golden, linediff.Text(string(want), string(got)))
-			}
+			golden.Check(t, name, got)
 			carried(t, in.Spec, out)
 			check, ok := checks[name]
 			if !ok {
@@ -157,13 +127,7 @@ func TestPlan(t *testing.T) {
 			check(t, out)
 		})
 	}
-	// A golden file without its case is stale.
-	goldens, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
-	for _, g := range goldens {
-		if name := strings.TrimSuffix(filepath.Base(g), ".json"); !slices.Contains(names, name) {
-			t.Errorf("%s has no recorded case in %s: remove it", g, caseDir)
-		}
-	}
+	golden.NoneStale(t, names, caseDir)
 }
 
 // carried checks what every plan keeps from the action's spec as it was:
