@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -160,11 +159,7 @@ const tokenPrefix = "/.waitdaemon-self-"
 // file system, for the engine to find in the one container that is this
 // one, and returns its path there.
 func (e *Engine) leaveToken() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("leaving a token to find this container by: %w", err)
-	}
-	token := tokenPrefix + hex.EncodeToString(b[:])
+	token := tokenPrefix + rand.Text()
 	f, err := os.OpenFile(filepath.Join(e.rootDir(), token), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("leaving a token to find this container by: %w", err)
