@@ -1,0 +1,55 @@
+package containerdapi_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+)
+
+// TestSubscriptionEnds: a subscription gives the events the daemon sends,
+// then io.EOF itself when the daemon ends the stream, and the daemon's
+// error, said to be the events', when it fails it.
+func TestSubscriptionEnds(t *testing.T) {
+	cases := []struct {
+		name    string
+		fail    bool
+		wantErr func(error) bool
+	}{
+		{"ended", false, func(err error) bool { return err == io.EOF }},
+		{"failed", true, func(err error) bool {
+			var e *containerdapi.Error
+			return errors.As(err, &e) && e.Code == containerdapi.Internal && strings.HasPrefix(err.Error(), "reading events: ")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+				readRequest(t, r)
+				if tc.fail {
+					w.Header().Set("Trailer", "Grpc-Status, Grpc-Message")
+					answer(w, str(3, "/tasks/exit"))
+					w.Header().Set("Grpc-Status", "13")
+					w.Header().Set("Grpc-Message", "the store broke")
+					return
+				}
+				answer(w, str(3, "/tasks/exit"))
+			})
+			sub, err := c.Subscribe(shortCtx(t), `topic=="/tasks/exit"`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Close()
+			ev, err := sub.Next()
+			if err != nil || ev.Topic != "/tasks/exit" {
+				t.Fatalf("Next() = %+v, %v; want the event", ev, err)
+			}
+			if _, err := sub.Next(); !tc.wantErr(err) {
+				t.Errorf("Next() at the end = %v", err)
+			}
+		})
+	}
+}
