@@ -43,6 +43,7 @@ func TestOpenProbe(t *testing.T) {
 // a closed entry longer than it holds back is given out, not withheld.
 func TestRedactorPieces(t *testing.T) {
 	long := `"BIG_TOKEN=` + strings.Repeat("s3cr3t", maxHeld/6+1) + `"`
+	full, half := strings.Repeat("b", maxHeld), strings.Repeat("h", maxHeld*3/5)
 	type step struct {
 		piece, out  string
 		wantTooLong bool
@@ -59,6 +60,13 @@ func TestRedactorPieces(t *testing.T) {
 			{"cd\" end\n", "\"A_TOKEN=<redacted>\" \"B_PASSWORD=<redacted>\" end\n", false},
 		}, ""},
 		{"a closed entry longer than what is held back", []step{{long, `"BIG_TOKEN=<redacted>"`, false}, {"rest\n", "rest\n", false}}, ""},
+		{"a line end inside a closed entry is no place to cut", []step{
+			{"\"A_TOKEN=x\ny\" \"B_PASSWORD=ab", "", false},
+			{"cd\"\n", "\"A_TOKEN=<redacted>\" \"B_PASSWORD=<redacted>\"\n", false},
+		}, ""},
+		{"a line end right after a closed entry is", []step{{"\"A_TOKEN=x\"\n\"B_PASSWORD=ab", "\"A_TOKEN=<redacted>\"\n", false}}, "\"B_PASSWORD=ab"},
+		{"a line held back whole, up to what it holds back", []step{{"x\n" + full, "x\n", false}, {"\n", full + "\n", false}}, ""},
+		{"a long line's complete lines given out alone", []step{{half + "\n" + half, half + "\n", false}}, half},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,5 +81,24 @@ func TestRedactorPieces(t *testing.T) {
 				t.Errorf("end() = %q, want %q", got, tc.end)
 			}
 		})
+	}
+}
+
+// TestRedactorCutOff: a body cut off shows what is held back, redacted,
+// and <redacted> only for an entry still open.
+func TestRedactorCutOff(t *testing.T) {
+	cases := []struct{ held, want string }{
+		{`{"status":"Pulling"}`, `{"status":"Pulling"}`},
+		{`["PATH=/bin","API_TOKEN=ab`, `["PATH=/bin",<redacted>`},
+		{`["API_TOKEN=ab"]`, `["API_TOKEN=<redacted>"]`},
+	}
+	for _, tc := range cases {
+		var r redactor
+		if out, _ := r.next([]byte(tc.held)); len(out) != 0 {
+			t.Fatalf("next(%q) gave out %q before the line's end", tc.held, out)
+		}
+		if got := string(r.cutOff()); got != tc.want {
+			t.Errorf("cutOff() of %q = %q, want %q", tc.held, got, tc.want)
+		}
 	}
 }
