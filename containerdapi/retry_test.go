@@ -350,3 +350,29 @@ func TestTaskLostAnswer(t *testing.T) {
 func varint(num protowire.Number, v uint64) []byte {
 	return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), v)
 }
+
+// TestRetryWaits: a call sent again after UNAVAILABLE waits between the
+// attempts, at least the 50 ms the backoff starts at: a daemon that is
+// busy is not asked again in a loop.
+func TestRetryWaits(t *testing.T) {
+	var mu sync.Mutex
+	var at []time.Time
+	c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+		readRequest(t, r)
+		mu.Lock()
+		defer mu.Unlock()
+		if at = append(at, time.Now()); len(at) == 1 {
+			fail(w, containerdapi.Unavailable, "busy")
+			return
+		}
+		answer(w, sub(1, str(1, "web")))
+	})
+	if _, err := c.ContainerGet(shortCtx(t), "web"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(at) != 2 || at[1].Sub(at[0]) < 50*time.Millisecond {
+		t.Errorf("attempts at %v, want two, 50 ms apart at least", at)
+	}
+}
