@@ -1,9 +1,11 @@
 package containerdapi_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -52,4 +54,63 @@ func TestSubscriptionEnds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSubscriptionBreaks: a stream that breaks off is a transport error;
+// one whose context ends says so instead; one whose daemon was never
+// reached fails, and closes without harm.
+func TestSubscriptionBreaks(t *testing.T) {
+	t.Run("broken off", func(t *testing.T) {
+		c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+			readRequest(t, r)
+			w.Header().Set("Content-Type", "application/grpc")
+			writeFrame(w, str(3, "/tasks/exit"))
+			panic(http.ErrAbortHandler)
+		})
+		sub, err := c.Subscribe(shortCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		if _, err := sub.Next(); err != nil {
+			t.Fatalf("Next() = %v, want the event", err)
+		}
+		var te *containerdapi.TransportError
+		if _, err := sub.Next(); !errors.As(err, &te) || errors.Is(err, context.Canceled) {
+			t.Errorf("Next() after the break = %v, want a transport error", err)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+			readRequest(t, r)
+			w.Header().Set("Content-Type", "application/grpc")
+			writeFrame(w, str(3, "/tasks/exit"))
+			<-r.Context().Done()
+		})
+		ctx, cancel := context.WithCancel(shortCtx(t))
+		sub, err := c.Subscribe(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		if _, err := sub.Next(); err != nil {
+			t.Fatalf("Next() = %v, want the event", err)
+		}
+		cancel()
+		if _, err := sub.Next(); !errors.Is(err, context.Canceled) {
+			t.Errorf("Next() after the cancel = %v, want the context's end", err)
+		}
+	})
+	t.Run("never reached", func(t *testing.T) {
+		c := &containerdapi.Client{Socket: filepath.Join(t.TempDir(), "containerd.sock"), WaitForEngine: -1}
+		sub, err := c.Subscribe(shortCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var te *containerdapi.TransportError
+		if _, err := sub.Next(); !errors.As(err, &te) {
+			t.Errorf("Next() = %v, want a transport error", err)
+		}
+		sub.Close()
+	})
 }

@@ -11,3 +11,9 @@ var unimplemented = newRPC("containerd.services.waitdaemon.v1.Nothing/Nothing", 
 func CallUnimplemented(ctx context.Context, c *Client) error {
 	return c.call(ctx, unimplemented, &empty{}, &empty{}, callOptions{})
 }
+
+// MaxRetries bounds the attempts beyond the first.
+const MaxRetries = maxRetries
+
+// MaxBlob bounds what ContentRead reads.
+const MaxBlob = maxBlob

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 func TestChainID(t *testing.T) {
@@ -183,6 +184,31 @@ func TestReadManifestIndex(t *testing.T) {
 	for _, tc := range cases {
 		if _, err := c.ReadManifest(shortCtx(t), tc.target, tc.platform); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("ReadManifest(%s, %s) = %v, want %q…", tc.target.Digest, tc.platform, err, tc.want)
+		}
+	}
+}
+
+// TestContentReadBound: a blob of MaxBlob bytes, sent in chunks, is read
+// whole; one byte more is refused.
+func TestContentReadBound(t *testing.T) {
+	const chunk = 1 << 20
+	for _, size := range []int{containerdapi.MaxBlob, containerdapi.MaxBlob + 1} {
+		c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+			readRequest(t, r)
+			w.Header().Set("Content-Type", "application/grpc")
+			w.Header().Set("Trailer", "Grpc-Status")
+			for off := 0; off < size; off += chunk {
+				data := bytes.Repeat([]byte{'x'}, min(chunk, size-off))
+				writeFrame(w, cat(varint(1, uint64(off)), protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), data)))
+			}
+			w.Header().Set("Grpc-Status", "0")
+		})
+		data, err := c.ContentRead(shortCtx(t), "sha256:big")
+		switch {
+		case size <= containerdapi.MaxBlob && (err != nil || len(data) != size):
+			t.Errorf("ContentRead() of %d bytes = %d bytes, %v; want them all", size, len(data), err)
+		case size > containerdapi.MaxBlob && (err == nil || !strings.Contains(err.Error(), "larger than")):
+			t.Errorf("ContentRead() of %d bytes = %d bytes, %v; want it refused", size, len(data), err)
 		}
 	}
 }
