@@ -5,9 +5,11 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -213,5 +215,53 @@ func TestPullStartsAgain(t *testing.T) {
 				t.Errorf("the pull started again with the progress stream %q of the broken one", streams[0])
 			}
 		})
+	}
+}
+
+// TestPullLastProgress: progress the daemon sends after it answered the
+// transfer, on a stream it then ends, still reaches the caller before
+// Pull returns.
+func TestPullLastProgress(t *testing.T) {
+	transferred := make(chan struct{})
+	c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path[1:] {
+		case "containerd.services.streaming.v1.Streaming/Stream":
+			if _, err := readFrame(r.Body); err != nil {
+				t.Error(err)
+				return
+			}
+			w.Header().Set("Content-Type", "application/grpc")
+			w.Header().Set("Trailer", "Grpc-Status")
+			writeFrame(w, str(1, "google.protobuf.Empty"))
+			<-transferred
+			select {
+			case <-r.Context().Done(): // the client stopped listening
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			writeFrame(w, cat(str(1, "containerd.types.transfer.Progress"), str(2, string(str(1, "complete")))))
+			w.Header().Set("Grpc-Status", "0")
+		case "containerd.services.transfer.v1.Transfer/Transfer":
+			readRequest(t, r)
+			answer(w, nil)
+			close(transferred)
+		case "containerd.services.leases.v1.Leases/Create":
+			answer(w, sub(1, str(1, fields(t, readRequest(t, r))[1])))
+		default:
+			readRequest(t, r)
+			answer(w, nil)
+		}
+	})
+	var mu sync.Mutex
+	var events []string
+	err := c.Pull(shortCtx(t), containerdapi.PullRequest{Ref: "registry.example:5000/x:1", Progress: func(p containerdapi.Progress) {
+		mu.Lock()
+		events = append(events, p.Event)
+		mu.Unlock()
+	}})
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil || !slices.Equal(events, []string{"complete"}) {
+		t.Errorf("Pull() = %v, with progress %q; want the last event before it returned", err, events)
 	}
 }
