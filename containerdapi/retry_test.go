@@ -376,3 +376,42 @@ func TestRetryWaits(t *testing.T) {
 		t.Errorf("attempts at %v, want two, 50 ms apart at least", at)
 	}
 }
+
+// TestTaskLostOnAndOn: a task create or start whose answer is lost on
+// every attempt, the task not there or not started after each, is sent
+// MaxRetries times more, then fails.
+func TestTaskLostOnAndOn(t *testing.T) {
+	cases := []struct {
+		name   string
+		call   func(context.Context, *containerdapi.Client) (uint32, error)
+		method string
+		get    func(w http.ResponseWriter) // the answer to Tasks/Get
+	}{
+		{"create", func(ctx context.Context, c *containerdapi.Client) (uint32, error) {
+			return c.TaskCreate(ctx, "web", containerdapi.TaskSpec{})
+		}, "Create", func(w http.ResponseWriter) { fail(w, containerdapi.NotFound, "task web not found") }},
+		{"start", func(ctx context.Context, c *containerdapi.Client) (uint32, error) { return c.TaskStart(ctx, "web") },
+			"Start", func(w http.ResponseWriter) { answer(w, sub(1, str(1, "web"), str(2, "web"), varint(4, 1))) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var sent hits
+			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+				readRequest(t, r)
+				if strings.HasSuffix(r.URL.Path, "/Get") {
+					tc.get(w)
+					return
+				}
+				if !strings.HasSuffix(r.URL.Path, "/"+tc.method) {
+					t.Errorf("unexpected call %s", r.URL.Path)
+				}
+				sent.add()
+				fail(w, containerdapi.Unavailable, "the daemon is busy")
+			})
+			_, err := tc.call(shortCtx(t), c)
+			if !errors.Is(err, containerdapi.ErrUnavailable) || sent.count() != 1+containerdapi.MaxRetries {
+				t.Errorf("%s sent %d times, then %v; want %d times, then UNAVAILABLE", tc.method, sent.count(), err, 1+containerdapi.MaxRetries)
+			}
+		})
+	}
+}
