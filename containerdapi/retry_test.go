@@ -379,7 +379,8 @@ func TestRetryWaits(t *testing.T) {
 
 // TestTaskLostOnAndOn: a task create or start whose answer is lost on
 // every attempt, the task not there or not started after each, is sent
-// MaxRetries times more, then fails.
+// MaxRetries times more, then fails; the pause before the nth sending
+// again is n times 50 ms at least.
 func TestTaskLostOnAndOn(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -395,7 +396,8 @@ func TestTaskLostOnAndOn(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var sent hits
+			var mu sync.Mutex
+			var sent []time.Time
 			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
 				readRequest(t, r)
 				if strings.HasSuffix(r.URL.Path, "/Get") {
@@ -405,12 +407,21 @@ func TestTaskLostOnAndOn(t *testing.T) {
 				if !strings.HasSuffix(r.URL.Path, "/"+tc.method) {
 					t.Errorf("unexpected call %s", r.URL.Path)
 				}
-				sent.add()
+				mu.Lock()
+				sent = append(sent, time.Now())
+				mu.Unlock()
 				fail(w, containerdapi.Unavailable, "the daemon is busy")
 			})
 			_, err := tc.call(shortCtx(t), c)
-			if !errors.Is(err, containerdapi.ErrUnavailable) || sent.count() != 1+containerdapi.MaxRetries {
-				t.Errorf("%s sent %d times, then %v; want %d times, then UNAVAILABLE", tc.method, sent.count(), err, 1+containerdapi.MaxRetries)
+			mu.Lock()
+			defer mu.Unlock()
+			if !errors.Is(err, containerdapi.ErrUnavailable) || len(sent) != 1+containerdapi.MaxRetries {
+				t.Fatalf("%s sent %d times, then %v; want %d times, then UNAVAILABLE", tc.method, len(sent), err, 1+containerdapi.MaxRetries)
+			}
+			for n := 1; n < len(sent); n++ {
+				if gap := sent[n].Sub(sent[n-1]); gap < time.Duration(n)*50*time.Millisecond {
+					t.Errorf("sent again for the %d. time %v after the last, want %v at least", n, gap, time.Duration(n)*50*time.Millisecond)
+				}
 			}
 		})
 	}
