@@ -222,6 +222,24 @@ func TestParseAddress(t *testing.T) {
 	}
 }
 
+// TestSocketFromEnv: a client with no socket calls the daemon that
+// CONTAINERD_ADDRESS names; one that names no unix socket fails the call.
+func TestSocketFromEnv(t *testing.T) {
+	sock := rr.ServeH2C(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		readRequest(t, r)
+		answer(w, cat(str(1, "v2.2.1"), str(2, "rev")))
+	}))
+	t.Setenv("CONTAINERD_ADDRESS", "unix://"+sock)
+	v, err := (&containerdapi.Client{WaitForEngine: -1}).Version(shortCtx(t))
+	if err != nil || v.Version != "v2.2.1" {
+		t.Errorf("Version() = %+v, %v; want the daemon's at CONTAINERD_ADDRESS", v, err)
+	}
+	t.Setenv("CONTAINERD_ADDRESS", "tcp://10.0.0.1:2375")
+	if _, err := (&containerdapi.Client{WaitForEngine: -1}).Version(shortCtx(t)); !errors.Is(err, containerdapi.ErrUnsupportedAddress) {
+		t.Errorf("Version() = %v, want the address refused", err)
+	}
+}
+
 func TestLabelFilter(t *testing.T) {
 	cases := []struct{ key, value, want string }{
 		{"org.waitdaemon.action", "a1", `labels."org.waitdaemon.action"=="a1"`},

@@ -97,14 +97,12 @@ func (m *updateContainerRequest) fields() []field {
 }
 func (m *fieldMask) fields() []field { return []field{{1, "paths", (*stringsValue)(&m.Paths)}} }
 
-const containersService = "containerd.services.containers.v1.Containers/"
-
 var (
-	containersGet    = newRPC(containersService+"Get", &containerID{}, &containerMsg{}, true)
-	containersList   = newRPC(containersService+"List", &listContainersRequest{}, &listContainersResponse{}, true)
-	containersCreate = newRPC(containersService+"Create", &containerMsg{}, &containerMsg{}, true)
-	containersUpdate = newRPC(containersService+"Update", &updateContainerRequest{}, &containerMsg{}, true)
-	containersDelete = newRPC(containersService+"Delete", &containerID{}, &empty{}, true)
+	containersGet    = newRPC("containerd.services.containers.v1.Containers/Get", &containerID{}, &containerMsg{}, true)
+	containersList   = newRPC("containerd.services.containers.v1.Containers/List", &listContainersRequest{}, &listContainersResponse{}, true)
+	containersCreate = newRPC("containerd.services.containers.v1.Containers/Create", &containerMsg{}, &containerMsg{}, true)
+	containersUpdate = newRPC("containerd.services.containers.v1.Containers/Update", &updateContainerRequest{}, &containerMsg{}, true)
+	containersDelete = newRPC("containerd.services.containers.v1.Containers/Delete", &containerID{}, &empty{}, true)
 )
 
 // ContainerGet returns the container id.

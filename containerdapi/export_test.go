@@ -2,6 +2,8 @@ package containerdapi
 
 import (
 	"context"
+
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // unimplemented is a method no containerd has.
@@ -11,3 +13,9 @@ var unimplemented = newRPC("containerd.services.waitdaemon.v1.Nothing/Nothing", 
 func CallUnimplemented(ctx context.Context, c *Client) error {
 	return c.call(ctx, unimplemented, &empty{}, &empty{}, callOptions{})
 }
+
+// MaxRetries bounds the attempts beyond the first.
+const MaxRetries = socketclient.MaxRetries
+
+// MaxBlob bounds what ContentRead reads.
+const MaxBlob = maxBlob

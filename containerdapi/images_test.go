@@ -1,10 +1,14 @@
 package containerdapi_test
 
 import (
+	"bytes"
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 func TestChainID(t *testing.T) {
@@ -125,5 +129,86 @@ func TestErrorIs(t *testing.T) {
 	}
 	if got := containerdapi.Code(42).String(); got != "Code(42)" {
 		t.Errorf("Code(42).String() = %q", got)
+	}
+}
+
+// TestPlatformString: os/architecture, and /variant when there is one.
+func TestPlatformString(t *testing.T) {
+	for p, want := range map[containerdapi.Platform]string{
+		{OS: "linux", Architecture: "amd64"}:                "linux/amd64",
+		{OS: "linux", Architecture: "arm", Variant: "v7"}:   "linux/arm/v7",
+		{OS: "linux", Architecture: "arm64", Variant: "v8"}: "linux/arm64/v8",
+	} {
+		if got := p.String(); got != want {
+			t.Errorf("%#v.String() = %q, want %q", p, got, want)
+		}
+	}
+}
+
+// TestReadManifestIndex: an index is read for the platform's manifest;
+// one that does not decode, or has none for the platform, is an error
+// that names it; a media type neither index nor manifest is refused.
+func TestReadManifestIndex(t *testing.T) {
+	blobs := map[string]string{
+		"sha256:index":  `{"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:arm","platform":{"os":"linux","architecture":"arm64"}}]}`,
+		"sha256:broken": `{"manifests":`,
+		"sha256:arm":    `{"config":{"digest":"sha256:config"},"layers":[{"digest":"sha256:l1"}]}`,
+	}
+	c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+		req := readRequest(t, r)
+		for digest, blob := range blobs {
+			if bytes.Contains(req, []byte(digest)) { // no digest here is part of another
+				answer(w, str(2, blob))
+				return
+			}
+		}
+		fail(w, containerdapi.NotFound, "content not found")
+	})
+	index := func(digest string) containerdapi.Descriptor {
+		return containerdapi.Descriptor{MediaType: containerdapi.MediaTypeOCIIndex, Digest: digest}
+	}
+	arm64 := containerdapi.Platform{OS: "linux", Architecture: "arm64"}
+	m, err := c.ReadManifest(shortCtx(t), index("sha256:index"), arm64)
+	if err != nil || m.Config.Digest != "sha256:config" || len(m.Layers) != 1 {
+		t.Errorf("ReadManifest() = %+v, %v; want the arm64 manifest", m, err)
+	}
+	cases := []struct {
+		target   containerdapi.Descriptor
+		platform containerdapi.Platform
+		want     string
+	}{
+		{index("sha256:broken"), arm64, "decoding index sha256:broken: "},
+		{index("sha256:index"), containerdapi.Platform{OS: "linux", Architecture: "riscv64"}, "index sha256:index: "},
+		{containerdapi.Descriptor{MediaType: "text/plain", Digest: "sha256:arm"}, arm64, `manifest sha256:arm: unsupported media type "text/plain"`},
+	}
+	for _, tc := range cases {
+		if _, err := c.ReadManifest(shortCtx(t), tc.target, tc.platform); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("ReadManifest(%s, %s) = %v, want %q…", tc.target.Digest, tc.platform, err, tc.want)
+		}
+	}
+}
+
+// TestContentReadBound: a blob of MaxBlob bytes, sent in chunks, is read
+// whole; one byte more is refused.
+func TestContentReadBound(t *testing.T) {
+	const chunk = 1 << 20
+	for _, size := range []int{containerdapi.MaxBlob, containerdapi.MaxBlob + 1} {
+		c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+			readRequest(t, r)
+			w.Header().Set("Content-Type", "application/grpc")
+			w.Header().Set("Trailer", "Grpc-Status")
+			for off := 0; off < size; off += chunk {
+				data := bytes.Repeat([]byte{'x'}, min(chunk, size-off))
+				writeFrame(w, cat(varint(1, uint64(off)), protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), data)))
+			}
+			w.Header().Set("Grpc-Status", "0")
+		})
+		data, err := c.ContentRead(shortCtx(t), "sha256:big")
+		switch {
+		case size <= containerdapi.MaxBlob && (err != nil || len(data) != size):
+			t.Errorf("ContentRead() of %d bytes = %d bytes, %v; want them all", size, len(data), err)
+		case size > containerdapi.MaxBlob && (err == nil || !strings.Contains(err.Error(), "larger than")):
+			t.Errorf("ContentRead() of %d bytes = %d bytes, %v; want it refused", size, len(data), err)
+		}
 	}
 }

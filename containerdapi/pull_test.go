@@ -4,9 +4,12 @@ import (
 	"encoding/binary"
 	"io"
 	"net/http"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -54,87 +57,92 @@ func fields(t *testing.T, msg []byte) map[protowire.Number]string {
 }
 
 // TestPullCredentials: the daemon asks for credentials for each host it
-// talks to; the pull answers with them only for the host they are for,
-// and with none (auth type NONE) for another, such as a mirror.
+// talks to, on the one auth stream; the pull answers each ask, with them
+// only for the host they are for, and with none (auth type NONE) for
+// another, such as a mirror.
 func TestPullCredentials(t *testing.T) {
-	cases := []struct {
-		askedHost    string
+	asks := []struct {
+		host         string
 		wantUser     string
 		wantSecret   string
 		wantAuthType string
 	}{
-		{askedHost: "registry.example:5000", wantUser: "u", wantSecret: "p", wantAuthType: "1"},
-		{askedHost: "mirror.example", wantAuthType: ""},
+		{host: "mirror.example", wantAuthType: ""},
+		{host: "registry.example:5000", wantUser: "u", wantSecret: "p", wantAuthType: "1"},
+		{host: "registry.example:5000", wantUser: "u", wantSecret: "p", wantAuthType: "1"}, // asked again, for a new token
 	}
-	for _, tc := range cases {
-		t.Run(tc.askedHost, func(t *testing.T) {
-			var mu sync.Mutex
-			var answered map[protowire.Number]string
-			var authStream string
-			answeredc := make(chan struct{})
-			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
-				method := r.URL.Path[1:]
-				switch method {
-				case "containerd.services.streaming.v1.Streaming/Stream":
-					first, err := readFrame(r.Body)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					streamInit := fields(t, first)
-					id := fields(t, []byte(streamInit[2]))[1]
-					w.Header().Set("Content-Type", "application/grpc")
-					w.Header().Set("Trailer", "Grpc-Status")
-					writeFrame(w, str(1, "google.protobuf.Empty"))
-					writeFrame(w, cat(str(1, "containerd.types.transfer.AuthRequest"), str(2, string(cat(str(1, tc.askedHost), str(2, "registry.example:5000/x:1"))))))
-					resp, err := readFrame(r.Body)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					a := fields(t, resp)
-					mu.Lock()
-					answered, authStream = fields(t, []byte(a[2])), id
-					mu.Unlock()
-					if a[1] != "containerd.types.transfer.AuthResponse" {
-						t.Errorf("answer of type %q, want an AuthResponse", a[1])
-					}
-					close(answeredc)
-					<-r.Context().Done()
-				case "containerd.services.transfer.v1.Transfer/Transfer":
-					msg := readRequest(t, r)
-					src := fields(t, []byte(fields(t, []byte(fields(t, msg)[1]))[2]))
-					resolver := fields(t, []byte(src[2]))
-					<-answeredc
-					mu.Lock()
-					if resolver[1] != authStream || src[1] != "registry.example:5000/x:1" {
-						t.Errorf("transfer of %q with auth stream %q, want registry.example:5000/x:1 and %q", src[1], resolver[1], authStream)
-					}
-					mu.Unlock()
-					answer(w, nil)
-				case "containerd.services.leases.v1.Leases/Create":
-					answer(w, sub(1, str(1, fields(t, readRequest(t, r))[1])))
-				default:
-					readRequest(t, r)
-					answer(w, nil)
-				}
-			})
-			err := c.Pull(shortCtx(t), containerdapi.PullRequest{
-				Ref:  "registry.example:5000/x:1",
-				Auth: containerdapi.StaticAuth("registry.example:5000", "u", "p"),
-			})
+	var mu sync.Mutex
+	var answered []map[protowire.Number]string
+	var authStream string
+	answeredc := make(chan struct{})
+	c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+		method := r.URL.Path[1:]
+		switch method {
+		case "containerd.services.streaming.v1.Streaming/Stream":
+			first, err := readFrame(r.Body)
 			if err != nil {
-				t.Fatal(err)
+				t.Error(err)
+				return
 			}
+			streamInit := fields(t, first)
+			id := fields(t, []byte(streamInit[2]))[1]
+			w.Header().Set("Content-Type", "application/grpc")
+			w.Header().Set("Trailer", "Grpc-Status")
+			writeFrame(w, str(1, "google.protobuf.Empty"))
+			for _, ask := range asks {
+				writeFrame(w, cat(str(1, "containerd.types.transfer.AuthRequest"), str(2, string(cat(str(1, ask.host), str(2, "registry.example:5000/x:1"))))))
+				resp, err := readFrame(r.Body)
+				if err != nil {
+					t.Errorf("no answer to the ask for %s: %v", ask.host, err)
+					break
+				}
+				a := fields(t, resp)
+				if a[1] != "containerd.types.transfer.AuthResponse" {
+					t.Errorf("answer of type %q, want an AuthResponse", a[1])
+				}
+				mu.Lock()
+				answered, authStream = append(answered, fields(t, []byte(a[2]))), id
+				mu.Unlock()
+			}
+			close(answeredc)
+			<-r.Context().Done()
+		case "containerd.services.transfer.v1.Transfer/Transfer":
+			msg := readRequest(t, r)
+			src := fields(t, []byte(fields(t, []byte(fields(t, msg)[1]))[2]))
+			resolver := fields(t, []byte(src[2]))
+			<-answeredc
 			mu.Lock()
-			defer mu.Unlock()
-			if answered[3] != tc.wantUser || answered[2] != tc.wantSecret || answered[1] != tc.wantAuthType {
-				t.Errorf("credentials sent for %s: user %q secret %q type %q; want %q %q %q", tc.askedHost, answered[3], answered[2], answered[1], tc.wantUser, tc.wantSecret, tc.wantAuthType)
+			if resolver[1] != authStream || src[1] != "registry.example:5000/x:1" {
+				t.Errorf("transfer of %q with auth stream %q, want registry.example:5000/x:1 and %q", src[1], resolver[1], authStream)
 			}
-			if !strings.HasPrefix(authStream, "waitdaemon-") {
-				t.Errorf("auth stream %q, want a waitdaemon- ID", authStream)
-			}
-		})
+			mu.Unlock()
+			answer(w, nil)
+		case "containerd.services.leases.v1.Leases/Create":
+			answer(w, sub(1, str(1, fields(t, readRequest(t, r))[1])))
+		default:
+			readRequest(t, r)
+			answer(w, nil)
+		}
+	})
+	err := c.Pull(shortCtx(t), containerdapi.PullRequest{
+		Ref:  "registry.example:5000/x:1",
+		Auth: containerdapi.StaticAuth("registry.example:5000", "u", "p"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(answered) != len(asks) {
+		t.Fatalf("%d asks answered, want %d", len(answered), len(asks))
+	}
+	for i, ask := range asks {
+		if a := answered[i]; a[3] != ask.wantUser || a[2] != ask.wantSecret || a[1] != ask.wantAuthType {
+			t.Errorf("credentials sent for %s: user %q secret %q type %q; want %q %q %q", ask.host, a[3], a[2], a[1], ask.wantUser, ask.wantSecret, ask.wantAuthType)
+		}
+	}
+	if !strings.HasPrefix(authStream, "waitdaemon-") {
+		t.Errorf("auth stream %q, want a waitdaemon- ID", authStream)
 	}
 }
 
@@ -146,12 +154,14 @@ func TestPullStartsAgain(t *testing.T) {
 	cases := []struct {
 		name      string
 		first     func(w http.ResponseWriter)
+		always    bool // every transfer fails as the first
 		wantErr   bool
 		transfers int
 	}{
-		{"answer lost", func(http.ResponseWriter) { panic(http.ErrAbortHandler) }, false, 2},
-		{"unavailable", func(w http.ResponseWriter) { fail(w, containerdapi.Unavailable, "restarting") }, false, 2},
-		{"refused", func(w http.ResponseWriter) { fail(w, containerdapi.Unknown, "401 Unauthorized") }, true, 1},
+		{"answer lost", func(http.ResponseWriter) { panic(http.ErrAbortHandler) }, false, false, 2},
+		{"unavailable", func(w http.ResponseWriter) { fail(w, containerdapi.Unavailable, "restarting") }, false, false, 2},
+		{"refused", func(w http.ResponseWriter) { fail(w, containerdapi.Unknown, "401 Unauthorized") }, false, true, 1},
+		{"unavailable on and on", func(w http.ResponseWriter) { fail(w, containerdapi.Unavailable, "restarting") }, true, true, 1 + containerdapi.MaxRetries},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,7 +179,12 @@ func TestPullStartsAgain(t *testing.T) {
 					writeFrame(w, str(1, "google.protobuf.Empty"))
 					<-r.Context().Done()
 				case "containerd.services.transfer.v1.Transfer/Transfer":
-					progress := fields(t, []byte(fields(t, readRequest(t, r))[3]))[1]
+					msg := readRequest(t, r)
+					// No platform asked for: this host's, in the image store.
+					if dst := fields(t, msg)[2]; !strings.Contains(dst, "linux") || !strings.Contains(dst, runtime.GOARCH) {
+						t.Errorf("transfer to %q, want this host's platform", dst)
+					}
+					progress := fields(t, []byte(fields(t, msg)[3]))[1]
 					mu.Lock()
 					streams = append(streams, progress)
 					n, forgotten := len(streams), ended[progress]
@@ -178,7 +193,7 @@ func TestPullStartsAgain(t *testing.T) {
 					switch {
 					case forgotten:
 						fail(w, containerdapi.NotFound, "stream "+progress+" not found")
-					case n == 1:
+					case n == 1 || tc.always:
 						tc.first(w)
 					default:
 						answer(w, nil)
@@ -200,5 +215,53 @@ func TestPullStartsAgain(t *testing.T) {
 				t.Errorf("the pull started again with the progress stream %q of the broken one", streams[0])
 			}
 		})
+	}
+}
+
+// TestPullLastProgress: progress the daemon sends after it answered the
+// transfer, on a stream it then ends, still reaches the caller before
+// Pull returns.
+func TestPullLastProgress(t *testing.T) {
+	transferred := make(chan struct{})
+	c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path[1:] {
+		case "containerd.services.streaming.v1.Streaming/Stream":
+			if _, err := readFrame(r.Body); err != nil {
+				t.Error(err)
+				return
+			}
+			w.Header().Set("Content-Type", "application/grpc")
+			w.Header().Set("Trailer", "Grpc-Status")
+			writeFrame(w, str(1, "google.protobuf.Empty"))
+			<-transferred
+			select {
+			case <-r.Context().Done(): // the client stopped listening
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			writeFrame(w, cat(str(1, "containerd.types.transfer.Progress"), str(2, string(str(1, "complete")))))
+			w.Header().Set("Grpc-Status", "0")
+		case "containerd.services.transfer.v1.Transfer/Transfer":
+			readRequest(t, r)
+			answer(w, nil)
+			close(transferred)
+		case "containerd.services.leases.v1.Leases/Create":
+			answer(w, sub(1, str(1, fields(t, readRequest(t, r))[1])))
+		default:
+			readRequest(t, r)
+			answer(w, nil)
+		}
+	})
+	var mu sync.Mutex
+	var events []string
+	err := c.Pull(shortCtx(t), containerdapi.PullRequest{Ref: "registry.example:5000/x:1", Progress: func(p containerdapi.Progress) {
+		mu.Lock()
+		events = append(events, p.Event)
+		mu.Unlock()
+	}})
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil || !slices.Equal(events, []string{"complete"}) {
+		t.Errorf("Pull() = %v, with progress %q; want the last event before it returned", err, events)
 	}
 }

@@ -410,3 +410,79 @@ func TestPrepareAndLeaseAdopt(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryWaits: a call sent again after UNAVAILABLE waits between the
+// attempts, at least the 50 ms the backoff starts at: a daemon that is
+// busy is not asked again in a loop.
+func TestRetryWaits(t *testing.T) {
+	var mu sync.Mutex
+	var at []time.Time
+	c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+		readRequest(t, r)
+		mu.Lock()
+		defer mu.Unlock()
+		if at = append(at, time.Now()); len(at) == 1 {
+			fail(w, containerdapi.Unavailable, "busy")
+			return
+		}
+		answer(w, sub(1, str(1, "web")))
+	})
+	if _, err := c.ContainerGet(shortCtx(t), "web"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(at) != 2 || at[1].Sub(at[0]) < 50*time.Millisecond {
+		t.Errorf("attempts at %v, want two, 50 ms apart at least", at)
+	}
+}
+
+// TestTaskLostOnAndOn: a task create or start whose answer is lost on
+// every attempt, the task not there or not started after each, is sent
+// MaxRetries times more, then fails; the pause before the nth sending
+// again is n times 50 ms at least.
+func TestTaskLostOnAndOn(t *testing.T) {
+	cases := []struct {
+		name   string
+		call   func(context.Context, *containerdapi.Client) (uint32, error)
+		method string
+		get    func(w http.ResponseWriter) // the answer to Tasks/Get
+	}{
+		{"create", func(ctx context.Context, c *containerdapi.Client) (uint32, error) {
+			return c.TaskCreate(ctx, "web", containerdapi.TaskSpec{})
+		}, "Create", func(w http.ResponseWriter) { fail(w, containerdapi.NotFound, "task web not found") }},
+		{"start", func(ctx context.Context, c *containerdapi.Client) (uint32, error) { return c.TaskStart(ctx, "web") },
+			"Start", func(w http.ResponseWriter) { answer(w, sub(1, str(1, "web"), str(2, "web"), varint(4, 1))) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var sent []time.Time
+			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+				readRequest(t, r)
+				if strings.HasSuffix(r.URL.Path, "/Get") {
+					tc.get(w)
+					return
+				}
+				if !strings.HasSuffix(r.URL.Path, "/"+tc.method) {
+					t.Errorf("unexpected call %s", r.URL.Path)
+				}
+				mu.Lock()
+				sent = append(sent, time.Now())
+				mu.Unlock()
+				fail(w, containerdapi.Unavailable, "the daemon is busy")
+			})
+			_, err := tc.call(shortCtx(t), c)
+			mu.Lock()
+			defer mu.Unlock()
+			if !errors.Is(err, containerdapi.ErrUnavailable) || len(sent) != 1+containerdapi.MaxRetries {
+				t.Fatalf("%s sent %d times, then %v; want %d times, then UNAVAILABLE", tc.method, len(sent), err, 1+containerdapi.MaxRetries)
+			}
+			for n := 1; n < len(sent); n++ {
+				if gap := sent[n].Sub(sent[n-1]); gap < time.Duration(n)*50*time.Millisecond {
+					t.Errorf("sent again for the %d. time %v after the last, want %v at least", n, gap, time.Duration(n)*50*time.Millisecond)
+				}
+			}
+		})
+	}
+}

@@ -100,13 +100,11 @@ func (m *statSnapshotResponse) fields() []field {
 	return []field{{1, "info", msgValue{&m.Info}}}
 }
 
-const snapshotsService = "containerd.services.snapshots.v1.Snapshots/"
-
 var (
-	snapshotsPrepare = newRPC(snapshotsService+"Prepare", &snapshotRequest{}, &mountsResponse{}, true)
-	snapshotsMounts  = newRPC(snapshotsService+"Mounts", &snapshotRequest{}, &mountsResponse{}, true)
-	snapshotsStat    = newRPC(snapshotsService+"Stat", &snapshotRequest{}, &statSnapshotResponse{}, true)
-	snapshotsRemove  = newRPC(snapshotsService+"Remove", &snapshotRequest{}, &empty{}, true)
+	snapshotsPrepare = newRPC("containerd.services.snapshots.v1.Snapshots/Prepare", &snapshotRequest{}, &mountsResponse{}, true)
+	snapshotsMounts  = newRPC("containerd.services.snapshots.v1.Snapshots/Mounts", &snapshotRequest{}, &mountsResponse{}, true)
+	snapshotsStat    = newRPC("containerd.services.snapshots.v1.Snapshots/Stat", &snapshotRequest{}, &statSnapshotResponse{}, true)
+	snapshotsRemove  = newRPC("containerd.services.snapshots.v1.Snapshots/Remove", &snapshotRequest{}, &empty{}, true)
 )
 
 // SnapshotPrepare makes the active snapshot key on top of parent (a chain

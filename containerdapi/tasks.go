@@ -23,6 +23,16 @@ const (
 	TaskPausing TaskStatus = 5
 )
 
+// started tells a task that was started: running, paused or stopped
+// (it has exited).
+func (s TaskStatus) started() bool {
+	switch s {
+	case TaskRunning, TaskStopped, TaskPaused, TaskPausing:
+		return true
+	}
+	return false
+}
+
 func (s TaskStatus) String() string {
 	switch s {
 	case TaskCreated:
@@ -174,16 +184,14 @@ func (m *listTasksResponse) fields() []field {
 }
 func (m *getTaskResponse) fields() []field { return []field{{1, "process", msgValue{&m.Process}}} }
 
-const tasksService = "containerd.services.tasks.v1.Tasks/"
-
 var (
-	tasksCreate = newRPC(tasksService+"Create", &createTaskRequest{}, &createTaskResponse{}, false)
-	tasksStart  = newRPC(tasksService+"Start", &taskRequest{}, &startResponse{}, false)
-	tasksWait   = newRPC(tasksService+"Wait", &taskRequest{}, &waitResponse{}, true)
-	tasksDelete = newRPC(tasksService+"Delete", &taskRequest{}, &deleteTaskResponse{}, true)
-	tasksKill   = newRPC(tasksService+"Kill", &killRequest{}, &empty{}, true)
-	tasksList   = newRPC(tasksService+"List", &listTasksRequest{}, &listTasksResponse{}, true)
-	tasksGet    = newRPC(tasksService+"Get", &taskRequest{}, &getTaskResponse{}, true)
+	tasksCreate = newRPC("containerd.services.tasks.v1.Tasks/Create", &createTaskRequest{}, &createTaskResponse{}, false)
+	tasksStart  = newRPC("containerd.services.tasks.v1.Tasks/Start", &taskRequest{}, &startResponse{}, false)
+	tasksWait   = newRPC("containerd.services.tasks.v1.Tasks/Wait", &taskRequest{}, &waitResponse{}, true)
+	tasksDelete = newRPC("containerd.services.tasks.v1.Tasks/Delete", &taskRequest{}, &deleteTaskResponse{}, true)
+	tasksKill   = newRPC("containerd.services.tasks.v1.Tasks/Kill", &killRequest{}, &empty{}, true)
+	tasksList   = newRPC("containerd.services.tasks.v1.Tasks/List", &listTasksRequest{}, &listTasksResponse{}, true)
+	tasksGet    = newRPC("containerd.services.tasks.v1.Tasks/Get", &taskRequest{}, &getTaskResponse{}, true)
 )
 
 // TaskCreate creates the task of container id, stopped at its start
@@ -209,13 +217,13 @@ func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint
 			return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
 		}
 		p, gerr := c.TaskGet(ctx, id)
-		switch {
-		case gerr == nil:
+		if gerr == nil {
 			return p.Pid, nil
-		case !lost || !errors.Is(gerr, ErrNotFound):
+		}
+		if !lost || !errors.Is(gerr, ErrNotFound) {
 			return 0, fmt.Errorf("creating the task of container %q: %w (then asking whether it was: %w)", id, err, gerr)
 		}
-		if err := pause(ctx, try); err != nil {
+		if err := socketclient.Pause(ctx, try); err != nil {
 			return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
 		}
 	}
@@ -243,30 +251,18 @@ func (c *Client) TaskStart(ctx context.Context, id string) (uint32, error) {
 		// A lost answer, or a retry's failure that may be the lost
 		// attempt's start met: the task says.
 		p, gerr := c.TaskGet(ctx, id)
-		switch {
-		case gerr != nil:
+		if gerr != nil {
 			return 0, fmt.Errorf("starting the task of container %q: %w (then asking whether it started: %w)", id, err, gerr)
-		case p.Status == TaskRunning, p.Status == TaskStopped, p.Status == TaskPaused, p.Status == TaskPausing:
+		}
+		if p.Status.started() {
 			return p.Pid, nil
-		case p.Status != TaskCreated, !lost:
+		}
+		if p.Status != TaskCreated || !lost {
 			return 0, fmt.Errorf("starting the task of container %q: %w (the task is %s)", id, err, p.Status)
 		}
-		if err := pause(ctx, try); err != nil {
+		if err := socketclient.Pause(ctx, try); err != nil {
 			return 0, fmt.Errorf("starting the task of container %q: %w", id, err)
 		}
-	}
-}
-
-// pause waits a little before the try+2nd attempt of a call whose
-// answer was lost, or until ctx ends.
-func pause(ctx context.Context, try int) error {
-	t := time.NewTimer(time.Duration(try+1) * 50 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
 	}
 }
 

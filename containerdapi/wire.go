@@ -351,8 +351,9 @@ func (s *bytesValue) fromTree(v any) error {
 	return fmt.Errorf("expected a string or {\"base64\": …}, got %T", v)
 }
 
-// uintValue is a uint32, uint64, int32, int64 or enum field: varints all.
-type uintValue[T ~uint32 | ~uint64 | ~int32 | ~int64] struct{ p *T }
+// uintValue is a uint32, int32, int64 or enum field: varints all, and
+// each fits an int64 (no field is a uint64).
+type uintValue[T ~uint32 | ~int32 | ~int64] struct{ p *T }
 
 func (s uintValue[T]) encode(b []byte, num protowire.Number) []byte {
 	if *s.p == 0 {
@@ -380,12 +381,7 @@ func (s uintValue[T]) fromTree(v any) error {
 	}
 	i, err := strconv.ParseInt(string(n), 10, 64)
 	if err != nil {
-		u, uerr := strconv.ParseUint(string(n), 10, 64)
-		if uerr != nil {
-			return err
-		}
-		*s.p = T(u)
-		return nil
+		return err
 	}
 	*s.p = T(i)
 	return nil

@@ -1,6 +1,9 @@
 package dockerapi
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestRedact(t *testing.T) {
 	cases := []struct{ in, want string }{
@@ -30,6 +33,72 @@ func TestOpenProbe(t *testing.T) {
 		in := closed + openProbe
 		if loc := secretEnv.FindStringIndex(in); loc != nil && loc[0] == 0 && loc[1] == len(in) {
 			t.Errorf("secretEnv matches all of %q, want it not to: %q opens no secret", in, closed)
+		}
+	}
+}
+
+// TestRedactorPieces: a redactor gives out each line as soon as the piece
+// that ends it comes, redacted, and holds back only what may still become
+// a secret entry: one open across a line's end, even after a closed one;
+// a closed entry longer than it holds back is given out, not withheld.
+func TestRedactorPieces(t *testing.T) {
+	long := `"BIG_TOKEN=` + strings.Repeat("s3cr3t", maxHeld/6+1) + `"`
+	full, half := strings.Repeat("b", maxHeld), strings.Repeat("h", maxHeld*3/5)
+	type step struct {
+		piece, out  string
+		wantTooLong bool
+	}
+	cases := []struct {
+		name  string
+		steps []step
+		end   string
+	}{
+		{"a line ended by the next piece's first byte", []step{{"abc", "", false}, {"\ndef", "abc\n", false}}, "def"},
+		{"a piece that begins with a line's end, then an open entry", []step{{"\n\"API_TOKEN=ab", "\n", false}, {"cd\"\n", "\"API_TOKEN=<redacted>\"\n", false}}, ""},
+		{"an entry open across a line's end, after a closed one", []step{
+			{"\"A_TOKEN=x\" \"B_PASSWORD=ab\n", "", false},
+			{"cd\" end\n", "\"A_TOKEN=<redacted>\" \"B_PASSWORD=<redacted>\" end\n", false},
+		}, ""},
+		{"a closed entry longer than what is held back", []step{{long, `"BIG_TOKEN=<redacted>"`, false}, {"rest\n", "rest\n", false}}, ""},
+		{"a line end inside a closed entry is no place to cut", []step{
+			{"\"A_TOKEN=x\ny\" \"B_PASSWORD=ab", "", false},
+			{"cd\"\n", "\"A_TOKEN=<redacted>\" \"B_PASSWORD=<redacted>\"\n", false},
+		}, ""},
+		{"a line end right after a closed entry is", []step{{"\"A_TOKEN=x\"\n\"B_PASSWORD=ab", "\"A_TOKEN=<redacted>\"\n", false}}, "\"B_PASSWORD=ab"},
+		{"a line held back whole, up to what it holds back", []step{{"x\n" + full, "x\n", false}, {"\n", full + "\n", false}}, ""},
+		{"a long line's complete lines given out alone", []step{{half + "\n" + half, half + "\n", false}}, half},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var r redactor
+			for i, s := range tc.steps {
+				out, tooLong := r.next([]byte(s.piece))
+				if string(out) != s.out || tooLong != s.wantTooLong {
+					t.Errorf("piece %d: next() = %.80q, too long %v; want %q, %v", i, out, tooLong, s.out, s.wantTooLong)
+				}
+			}
+			if got := string(r.end()); got != tc.end {
+				t.Errorf("end() = %q, want %q", got, tc.end)
+			}
+		})
+	}
+}
+
+// TestRedactorCutOff: a body cut off shows what is held back, redacted,
+// and <redacted> only for an entry still open.
+func TestRedactorCutOff(t *testing.T) {
+	cases := []struct{ held, want string }{
+		{`{"status":"Pulling"}`, `{"status":"Pulling"}`},
+		{`["PATH=/bin","API_TOKEN=ab`, `["PATH=/bin",<redacted>`},
+		{`["API_TOKEN=ab"]`, `["API_TOKEN=<redacted>"]`},
+	}
+	for _, tc := range cases {
+		var r redactor
+		if out, _ := r.next([]byte(tc.held)); len(out) != 0 {
+			t.Fatalf("next(%q) gave out %q before the line's end", tc.held, out)
+		}
+		if got := string(r.cutOff()); got != tc.want {
+			t.Errorf("cutOff() of %q = %q, want %q", tc.held, got, tc.want)
 		}
 	}
 }

@@ -524,6 +524,16 @@ func TestRepeatAfterLostAnswer(t *testing.T) {
 			},
 		},
 		{
+			name: "connect meets already connected, in a 400",
+			call: func(ctx context.Context, c *dockerapi.Client) error {
+				return c.NetworkConnect(ctx, "lan", "web", dockerapi.EndpointSettings{})
+			},
+			path: "/v1.41/networks/lan/connect",
+			again: func(w http.ResponseWriter) {
+				writeJSON(w, 400, map[string]string{"message": "container web is already connected to network lan"})
+			},
+		},
+		{
 			name: "remove meets 404",
 			call: func(ctx context.Context, c *dockerapi.Client) error {
 				return c.ContainerRemove(ctx, "web", dockerapi.RemoveOptions{Force: true})

@@ -114,13 +114,11 @@ func (b *tracedBody) Read(p []byte) (int, error) {
 	if b.done {
 		return n, err
 	}
-	if n > 0 {
-		out, tooLong := b.red.next(p[:n])
-		b.write(out)
-		if tooLong {
-			b.end(nil)
-			b.t.write([]byte(heldTooLong))
-		}
+	out, tooLong := b.red.next(p[:n])
+	b.write(out)
+	if tooLong {
+		b.end(nil)
+		b.t.write([]byte(heldTooLong))
 	}
 	if err == io.EOF && !b.done {
 		b.end(b.red.end())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -63,10 +64,7 @@ func Negotiate(engineVersion string) (string, error) {
 func VersionLess(a, b string) bool {
 	va, _ := parseVersion(a)
 	vb, _ := parseVersion(b)
-	if va[0] != vb[0] {
-		return va[0] < vb[0]
-	}
-	return va[1] < vb[1]
+	return slices.Compare(va[:], vb[:]) < 0
 }
 
 func parseVersion(v string) ([2]int, bool) {

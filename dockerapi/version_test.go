@@ -32,6 +32,9 @@ func TestNegotiate(t *testing.T) {
 		{engine: "1.x", wantErr: "MAJOR.MINOR"},
 		{engine: "1.41.0", wantErr: "MAJOR.MINOR"},
 		{engine: "1.-1", wantErr: "MAJOR.MINOR"},
+		{engine: "-1.41", wantErr: "MAJOR.MINOR"},
+		{engine: "0.9", wantErr: "too old"},
+		{engine: "1.0", wantErr: "too old"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.engine, func(t *testing.T) {
@@ -59,6 +62,7 @@ func TestVersionLess(t *testing.T) {
 		{"1.41", "1.41", false},
 		{"1.9", "1.10", true},
 		{"1.50", "2.0", true},
+		{"2.0", "1.50", false},
 		{"x", "1.0", true}, // unparsable sorts first
 	}
 	for _, tc := range cases {

@@ -14,10 +14,10 @@ type Var struct {
 	Alias string
 }
 
-// The control variables with plain names.
+// The control variables with plain names. Each alias begins with Prefix.
 var (
-	Image       = Var{Plain: "IMAGE", Alias: Prefix + "IMAGE"}
-	WaitSeconds = Var{Plain: "WAIT_SECONDS", Alias: Prefix + "WAIT_SECONDS"}
+	Image       = Var{Plain: "IMAGE", Alias: "WAITDAEMON_IMAGE"}
+	WaitSeconds = Var{Plain: "WAIT_SECONDS", Alias: "WAITDAEMON_WAIT_SECONDS"}
 )
 
 // Name is the name in force in env: the alias when it is set, else the

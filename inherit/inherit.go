@@ -208,25 +208,22 @@ func userEnv(env, imageEnv []string, podman bool, hostname string) []string {
 	var out []string
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		switch {
-		case control[name], slices.Contains(imageEnv, kv):
-		case podman && (kv == podmanEnv || kv == "TERM=xterm"):
-			// Podman 4.3 adds both to every container, and will add them
-			// to the user container again. TERM=xterm comes from its
-			// default environment whether or not there is a Tty (the
-			// recorded tink-worker create, with a Tty, sent no TERM), so
-			// it is dropped with or without one: copied, it would
-			// override a TERM the user image sets, as an operator's
-			// setting would.
-		case podman && kv == "HOSTNAME="+hostname:
-			// Podman puts the container's hostname (its short ID unless
-			// one was set) in the environment too, and does so again for
-			// the user container, with that container's own hostname.
-		default:
+		if !control[name] && !slices.Contains(imageEnv, kv) && !(podman && podmanAdded(kv, hostname)) {
 			out = append(out, kv)
 		}
 	}
 	return out
+}
+
+// podmanAdded tells an entry that Podman 4.3 adds to every container, and
+// will add to the user container again: its own mark; TERM=xterm, from its
+// default environment whether or not there is a Tty (the recorded
+// tink-worker create, with a Tty, sent no TERM), which, copied, would
+// override a TERM the user image sets, as an operator's setting would; and
+// the container's hostname (its short ID unless one was set), which it
+// gives the user container as that container's own.
+func podmanAdded(kv, hostname string) bool {
+	return kv == podmanEnv || kv == "TERM=xterm" || kv == "HOSTNAME="+hostname
 }
 
 // userLabels is the container's labels minus the image's unchanged ones

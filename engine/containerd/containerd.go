@@ -240,11 +240,12 @@ func (e *Engine) clock() time.Time {
 // socket that is missing or refuses is one not mounted.
 func (e *Engine) Reach(ctx context.Context) error {
 	_, err := e.C.Version(ctx)
+	if err == nil {
+		return nil
+	}
 	var te *containerdapi.TransportError
 	var ae *containerdapi.Error
 	switch {
-	case err == nil:
-		return nil
 	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot reach containerd on %s (%w): mount its socket into the action with\n  volumes:\n    - /run/containerd/containerd.sock:/run/containerd/containerd.sock", e.C.SocketPath(), rootCause(err))
 	case errors.Is(err, syscall.EACCES):
@@ -465,10 +466,10 @@ func (e *Engine) taskDelete(ctx context.Context, id string) error {
 // this platform: both are needed to run it.
 func (e *Engine) HasImage(ctx context.Context, ref imageref.Ref) (bool, error) {
 	_, err := e.unpacked(ctx, ref.Qualified(), containerdapi.DefaultSnapshotter)
-	switch {
-	case errors.Is(err, containerdapi.ErrNotFound), errors.Is(err, containerdapi.ErrNoPlatform):
+	if errors.Is(err, containerdapi.ErrNotFound) || errors.Is(err, containerdapi.ErrNoPlatform) {
 		return false, nil
-	case err != nil:
+	}
+	if err != nil {
 		return false, fmt.Errorf("looking up image %s: %w", ref, err)
 	}
 	return true, nil

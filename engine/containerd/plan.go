@@ -230,15 +230,16 @@ func (e *Engine) Start(ctx context.Context, ref string) error {
 		return fmt.Errorf("starting container %s: %w", ref, err)
 	}
 	t, err := e.C.TaskGet(ctx, ctr.ID)
-	switch {
-	case errors.Is(err, containerdapi.ErrNotFound):
+	if errors.Is(err, containerdapi.ErrNotFound) {
 		err = e.newTask(ctx, ctr)
-	case err != nil:
-	case t.Status == containerdapi.TaskRunning, t.Status == containerdapi.TaskPaused, t.Status == containerdapi.TaskPausing:
-		return nil
-	case t.Status == containerdapi.TaskStopped:
-		if _, err = e.C.TaskDelete(ctx, ctr.ID); err == nil || errors.Is(err, containerdapi.ErrNotFound) {
-			err = e.newTask(ctx, ctr)
+	} else if err == nil {
+		switch t.Status {
+		case containerdapi.TaskRunning, containerdapi.TaskPaused, containerdapi.TaskPausing:
+			return nil
+		case containerdapi.TaskStopped:
+			if _, err = e.C.TaskDelete(ctx, ctr.ID); err == nil || errors.Is(err, containerdapi.ErrNotFound) {
+				err = e.newTask(ctx, ctr)
+			}
 		}
 	}
 	if err != nil {

@@ -84,12 +84,13 @@ func (e *Engine) running(ctx context.Context, ref string) (containerdapi.Contain
 		return ctr, err
 	}
 	t, err := e.C.TaskGet(ctx, ctr.ID)
-	switch {
-	case errors.Is(err, containerdapi.ErrNotFound):
+	if errors.Is(err, containerdapi.ErrNotFound) {
 		return ctr, errNotRunning
-	case err != nil:
+	}
+	if err != nil {
 		return ctr, err
-	case t.Status != containerdapi.TaskRunning:
+	}
+	if t.Status != containerdapi.TaskRunning {
 		return ctr, errNotRunning
 	}
 	return ctr, nil

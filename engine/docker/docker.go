@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -77,11 +76,12 @@ func (e *Engine) String() string { return "the Docker engine on " + e.C.SocketPa
 // otherwise is not a Docker engine.
 func (e *Engine) Reach(ctx context.Context) error {
 	_, err := e.C.APIVersion(ctx)
+	if err == nil {
+		return nil
+	}
 	var te *dockerapi.TransportError
 	var ae *dockerapi.Error
 	switch {
-	case err == nil:
-		return nil
 	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot reach the Docker engine on %s (%w): mount its socket into the action with\n  volumes:\n    - /var/run/docker.sock:/var/run/docker.sock", e.C.SocketPath(), errors.Unwrap(err))
 	case errors.As(err, &te), errors.As(err, &ae):
@@ -112,28 +112,31 @@ func (e *Engine) Self(ctx context.Context, override string) (engine.Self, error)
 	var unconfirmed []engine.Self // running, by distinct ID
 	for _, cand := range selfid.Candidates(read(override)) {
 		ctr, err := e.C.ContainerInspect(ctx, cand.ID)
-		switch {
-		case errors.Is(err, dockerapi.ErrNotFound):
+		if errors.Is(err, dockerapi.ErrNotFound) {
 			tried = append(tried, fmt.Sprintf("%s %s", cand.Method, cand.ID))
 			continue
-		case err != nil:
+		}
+		if err != nil {
 			return engine.Self{}, fmt.Errorf("finding this action's container: %w", err)
-		case !ctr.State.Running:
+		}
+		if !ctr.State.Running {
 			tried = append(tried, fmt.Sprintf("%s %s (not running)", cand.Method, cand.ID))
 			continue
-		case cand.Method == selfid.Override:
+		}
+		if cand.Method == selfid.Override {
 			return toSelf(ctr, string(cand.Method)), nil
 		}
 		if terr == nil {
 			_, err := e.C.ContainerStatPath(ctx, ctr.ID, token)
-			var ae *dockerapi.Error
-			switch {
-			case err == nil:
+			if err == nil {
 				return toSelf(ctr, string(cand.Method)), nil
-			case errors.Is(err, dockerapi.ErrNotFound):
+			}
+			if errors.Is(err, dockerapi.ErrNotFound) {
 				tried = append(tried, fmt.Sprintf("%s %s (another container)", cand.Method, cand.ID))
 				continue
-			case !errors.As(err, &ae):
+			}
+			var ae *dockerapi.Error
+			if !errors.As(err, &ae) {
 				return engine.Self{}, fmt.Errorf("finding this action's container: %w", err)
 			}
 			// The engine answered, and cannot look: fall back.
@@ -160,11 +163,7 @@ const tokenPrefix = "/.waitdaemon-self-"
 // file system, for the engine to find in the one container that is this
 // one, and returns its path there.
 func (e *Engine) leaveToken() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("leaving a token to find this container by: %w", err)
-	}
-	token := tokenPrefix + hex.EncodeToString(b[:])
+	token := tokenPrefix + rand.Text()
 	f, err := os.OpenFile(filepath.Join(e.rootDir(), token), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("leaving a token to find this container by: %w", err)
@@ -307,10 +306,9 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 	}
 	out := inherit.Plan(inherit.Input{Container: d.ctr, Image: *d.image, UserImage: want.Image.String(), APIVersion: version, Withhold: want.Withhold})
 	create := out.Create
-	switch {
-	case want.Command != nil:
+	if want.Command != nil {
 		create.Cmd, create.Entrypoint = want.Command, nil
-	case want.ImageDefault:
+	} else if want.ImageDefault {
 		// Null, not []: the engine applies the image's own.
 		create.Cmd, create.Entrypoint = nil, nil
 	}
@@ -426,12 +424,12 @@ func (e *Engine) told(ctx context.Context, id string, w io.Writer) error {
 		if !gone {
 			// Read after the state: a line told before the exit is
 			// in the file when the exit is seen.
+			// Not found: nothing told yet, or gone.
 			line, err := e.readSaid(ctx, id)
-			switch {
-			case errors.Is(err, dockerapi.ErrNotFound): // nothing told yet, or gone
-			case err != nil:
+			if err != nil && !errors.Is(err, dockerapi.ErrNotFound) {
 				return fmt.Errorf("following container %s: %w", id, err)
-			case line != "" && line != said:
+			}
+			if line != "" && line != said {
 				said = line
 				if _, err := io.WriteString(w, line+"\n"); err != nil {
 					return err

@@ -177,11 +177,14 @@ func (e *Engine) waitAction(ctx context.Context, id string) (engine.Exit, error)
 	for {
 		var err error
 		wr, err = e.C.ContainerWait(ctx, id, dockerapi.WaitNotRunning)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return now()
+		}
 		var lost *dockerapi.TransportError
 		switch {
-		case err == nil:
-		case ctx.Err() != nil:
-			return now()
 		case errors.Is(err, dockerapi.ErrNotFound):
 			return engine.Exit{At: time.Now(), Removed: true}, nil
 		case !errors.As(err, &lost):
@@ -207,7 +210,6 @@ func (e *Engine) waitAction(ctx context.Context, id string) (engine.Exit, error)
 			}
 			continue
 		}
-		break
 	}
 	// The wait's answer is the exit code; the inspect, when the
 	// container is still there, says when.

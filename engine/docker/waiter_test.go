@@ -350,3 +350,144 @@ func TestPlanWaiter(t *testing.T) {
 		t.Errorf("the waiter is %s from %s; want its own name, from the action's image ID", spec.Name, act.Image)
 	}
 }
+
+// syncLog is a log written and read from several goroutines.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestWaitActionLost: a wait that breaks without an answer (the engine
+// restarting) is logged once and asked again, and the answer that comes
+// is the exit; an inspect after it that fails leaves the wait's code, the
+// container counted removed only when the engine says it is gone.
+func TestWaitActionLost(t *testing.T) {
+	cases := []struct {
+		name        string
+		inspect     func(w http.ResponseWriter)
+		wantRemoved bool
+	}{
+		{"gone after the wait", func(w http.ResponseWriter) { refuse(w, http.StatusNotFound, "No such container: act") }, true},
+		{"the inspect fails", func(w http.ResponseWriter) { refuse(w, http.StatusBadRequest, "bad inspect") }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			waits := 0
+			log := &syncLog{}
+			e := fakeDocker(t, map[string]http.HandlerFunc{
+				"/containers/act/wait": func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					waits++
+					mu.Unlock()
+					if log.String() == "" {
+						panic(http.ErrAbortHandler) // the connection breaks, no answer, each retry of the client's too
+					}
+					fmt.Fprint(w, `{"StatusCode":9}`)
+				},
+				"/containers/act/json": func(w http.ResponseWriter, r *http.Request) { tc.inspect(w) },
+			})
+			e.C.WaitForEngine = -1
+			e.Log = log
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			began := time.Now()
+			exit, err := e.waitAction(ctx, "act")
+			if err != nil || !exit.Known || exit.Code != 9 || exit.Removed != tc.wantRemoved || exit.At.Before(began) {
+				t.Errorf("waitAction() = %+v, %v; want code 9 known, removed %v", exit, err, tc.wantRemoved)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if waits < 2 {
+				t.Errorf("asked to wait %d times, want it asked again", waits)
+			}
+			if n := strings.Count(log.String(), "lost the engine while waiting for the action container"); n != 1 {
+				t.Errorf("log %q: want the loss logged once", log.String())
+			}
+		})
+	}
+}
+
+// TestWaitActionCancelled: a wait ended by the context counts the exit
+// from now, its code unknown: the waiter is being stopped.
+func TestWaitActionCancelled(t *testing.T) {
+	e := fakeDocker(t, map[string]http.HandlerFunc{
+		"/containers/act/wait": func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() },
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	began := time.Now()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		cancel()
+	}()
+	exit, err := e.waitAction(ctx, "act")
+	if err != nil || exit.Known || exit.Removed || exit.At.Before(began) {
+		t.Errorf("waitAction() = %+v, %v; want an exit from now, code unknown", exit, err)
+	}
+}
+
+// TestPollExitGivesUp: the poll stops quietly at the first inspect that
+// fails, and sends nothing; a container stopped without a time sends
+// nothing either.
+func TestPollExitGivesUp(t *testing.T) {
+	cases := []struct {
+		name    string
+		inspect func(w http.ResponseWriter)
+	}{
+		{"the inspect fails", func(w http.ResponseWriter) { refuse(w, http.StatusNotFound, "No such container: act") }},
+		{"stopped, no time", func(w http.ResponseWriter) { fmt.Fprint(w, `{"Id":"act","State":{"Running":false,"ExitCode":1}}`) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			inspects := 0
+			e := fakeDocker(t, map[string]http.HandlerFunc{
+				"/containers/act/json": func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					inspects++
+					mu.Unlock()
+					tc.inspect(w)
+				},
+			})
+			exited := make(chan engine.Exit, 1)
+			pollExit(context.Background(), e.C, "act", exited)
+			select {
+			case x := <-exited:
+				t.Errorf("pollExit() sent %+v, want nothing", x)
+			default:
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if inspects != 1 {
+				t.Errorf("%d inspects, want 1", inspects)
+			}
+		})
+	}
+}
+
+// TestWaitRunFails: a wait or an inspect that fails is waitRun's error.
+func TestWaitRunFails(t *testing.T) {
+	e := fakeDocker(t, map[string]http.HandlerFunc{
+		"/containers/nowait/wait":    func(w http.ResponseWriter, r *http.Request) { refuse(w, http.StatusBadRequest, "bad wait") },
+		"/containers/noinspect/wait": func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"StatusCode":0}`) },
+		"/containers/noinspect/json": func(w http.ResponseWriter, r *http.Request) { refuse(w, http.StatusBadRequest, "bad inspect") },
+	})
+	if _, _, err := waitRun(context.Background(), e.C, "nowait", time.Now()); err == nil || !strings.Contains(err.Error(), "following nowait: ") || !strings.Contains(err.Error(), "bad wait") {
+		t.Errorf("waitRun() = %v, want the wait's error", err)
+	}
+	if _, _, err := waitRun(context.Background(), e.C, "noinspect", time.Now()); err == nil || !strings.Contains(err.Error(), "bad inspect") {
+		t.Errorf("waitRun() = %v, want the inspect's error", err)
+	}
+}

@@ -272,14 +272,13 @@ func mergeEnv(base, over []string) []string {
 	}
 	for _, kv := range over {
 		name, _, set := strings.Cut(kv, "=")
-		i := index(name)
-		switch {
-		case !set && i >= 0:
-			out = slices.Delete(out, i, i+1)
-		case !set:
-		case i >= 0:
-			out[i] = kv
-		default:
+		if i := index(name); i >= 0 {
+			if set {
+				out[i] = kv
+			} else {
+				out = slices.Delete(out, i, i+1)
+			}
+		} else if set {
 			out = append(out, kv)
 		}
 	}

@@ -1,0 +1,109 @@
+package containerd
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/internal/rr"
+)
+
+// reply is one answer of a fake daemon: a message, in the fixtures' JSON
+// (see testdata/fixtures/containerd-2.2.1), or a status; before either,
+// a connection that breaks, with no answer, while broken says so.
+type reply struct {
+	msg    string
+	code   containerdapi.Code
+	status string
+	broken func() bool
+}
+
+// fakeDaemon is a daemon that answers each method ("Tasks/Wait") with its
+// replies in turn, the last one again and again, and counts its calls.
+// It checks nothing the client sends: the fixtures' replay does.
+type fakeDaemon struct {
+	t       *testing.T
+	mu      sync.Mutex
+	replies map[string][]reply
+	calls   map[string]int
+}
+
+// newFake serves replies and returns an engine on them that waits for no
+// socket, and the daemon.
+func newFake(t *testing.T, replies map[string][]reply) (*Engine, *fakeDaemon) {
+	t.Helper()
+	d := &fakeDaemon{t: t, replies: replies, calls: map[string]int{}}
+	c := &containerdapi.Client{Socket: rr.ServeH2C(t, d), Namespace: namespace, WaitForEngine: -1}
+	e := New(c)
+	e.ProcSelf = t.TempDir()
+	return e, d
+}
+
+func (d *fakeDaemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	method := strings.TrimPrefix(r.URL.Path, "/")
+	short := method[strings.LastIndex(method[:strings.LastIndex(method, "/")], ".")+1:]
+	d.mu.Lock()
+	n := d.calls[short]
+	d.calls[short]++
+	rs := d.replies[short]
+	d.mu.Unlock()
+	w.Header().Set("Content-Type", "application/grpc")
+	if len(rs) == 0 {
+		d.t.Errorf("fake daemon: unexpected call %s", short)
+		w.Header().Set("Grpc-Status", strconv.Itoa(int(containerdapi.Unimplemented)))
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	rep := rs[min(n, len(rs)-1)]
+	switch {
+	case rep.broken != nil && rep.broken():
+		panic(http.ErrAbortHandler)
+	case rep.code != containerdapi.OK:
+		w.Header().Set("Grpc-Status", strconv.Itoa(int(rep.code)))
+		w.Header().Set("Grpc-Message", rep.status)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	msg, err := containerdapi.Codec.Encode(method, false, json.RawMessage(rep.msg))
+	if err != nil {
+		d.t.Errorf("fake daemon: encoding the answer to %s: %v", short, err)
+		return
+	}
+	w.Header().Set("Trailer", "Grpc-Status, Grpc-Message")
+	hdr := make([]byte, 5)
+	binary.BigEndian.PutUint32(hdr[1:], uint32(len(msg)))
+	_, _ = w.Write(append(hdr, msg...))
+	w.Header().Set("Grpc-Status", "0")
+}
+
+// count is how often method was called.
+func (d *fakeDaemon) count(method string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.calls[method]
+}
+
+// syncLog is a log written and read from several goroutines.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

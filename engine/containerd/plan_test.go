@@ -1,0 +1,58 @@
+package containerd
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+)
+
+// TestCreateTaskFails: a task that cannot be created fails Create, and
+// the container made for it goes again; a removal that fails too is part
+// of the error.
+func TestCreateTaskFails(t *testing.T) {
+	cases := []struct {
+		name    string
+		remove  reply
+		wantErr []string
+	}{
+		{"removed", reply{msg: `{}`}, []string{"bad spec"}},
+		{"not removed", reply{code: containerdapi.FailedPrecondition, status: "cannot delete"}, []string{"bad spec", "cannot delete"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, d := newFake(t, map[string][]reply{
+				"Images/Get": {{msg: `{"image":{"name":"docker.io/library/x:1","target":{"media_type":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:m"}}}`}},
+				"Content/Read": {
+					{msg: `{"data":"{\"config\":{\"digest\":\"sha256:c\"},\"layers\":[{\"digest\":\"sha256:l\"}]}"}`},
+					{msg: `{"data":"{\"architecture\":\"amd64\",\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:aaaa\"]}}"}`},
+				},
+				"Snapshots/Stat":    {{msg: `{}`}},
+				"Leases/Create":     {{msg: `{}`}},
+				"Leases/Delete":     {{msg: `{}`}},
+				"Snapshots/Prepare": {{msg: `{}`}},
+				"Containers/Create": {{msg: `{"container":{"id":"user-1"}}`}},
+				"Tasks/Create":      {{code: containerdapi.InvalidArgument, status: "bad spec"}},
+				"Containers/Get":    {{msg: `{"container":{"id":"user-1"}}`}},
+				"Tasks/Get":         {{code: containerdapi.NotFound, status: "no task"}},
+				"Containers/Delete": {tc.remove},
+			})
+			p := &planned{ID: "user-1", Image: "docker.io/library/x:1", Runtime: "io.containerd.runc.v2", Snapshotter: "overlayfs", SnapshotKey: "user-1",
+				Spec: &ocispec.Spec{Process: &ocispec.Process{Args: []string{"true"}}}}
+			id, err := e.Create(testCtx(t), engine.Spec{Name: "user", Create: p})
+			if id != "" || err == nil || !strings.HasPrefix(err.Error(), "creating container user: ") {
+				t.Fatalf("Create() = %q, %v; want the task's error", id, err)
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Create() = %v, want it to say %q", err, w)
+				}
+			}
+			if d.count("Containers/Delete") != 1 {
+				t.Errorf("%d deletes, want the container removed", d.count("Containers/Delete"))
+			}
+		})
+	}
+}

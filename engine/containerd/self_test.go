@@ -1,0 +1,50 @@
+package containerd
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/engine"
+)
+
+// TestSelfTriedAll: an override that names no container, and a root
+// upperdir that no running task has, are each named among what was
+// tried, in the bad input that asks for the override.
+func TestSelfTriedAll(t *testing.T) {
+	notFound := reply{code: containerdapi.NotFound, status: "container not found"}
+	e, _ := newFake(t, map[string][]reply{
+		"Containers/Get":  {notFound},
+		"Containers/List": {{msg: `{}`}},
+		"Tasks/List":      {{msg: `{}`}},
+	})
+	upper := "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/7/fs"
+	for name, content := range map[string]string{
+		"cgroup":    "0::/\n",
+		"mountinfo": "72 48 0:38 / / rw,relatime - overlay overlay rw,lowerdir=/x,upperdir=" + upper + ",workdir=/y\n",
+	} {
+		if err := os.WriteFile(filepath.Join(e.ProcSelf, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := e.Self(testCtx(t), "gone-action")
+	var input engine.InputError
+	if !errors.As(err, &input) || !strings.Contains(err.Error(), "(tried: override gone-action, mountinfo "+upper+")") {
+		t.Errorf("Self() = %v; want the bad input, with the override and the upperdir tried", err)
+	}
+}
+
+// TestInspectBadSpec: a container whose spec is not JSON cannot be read
+// as the action, and the error says whose.
+func TestInspectBadSpec(t *testing.T) {
+	e, _ := newFake(t, map[string][]reply{
+		"Containers/Get": {{msg: `{"container":{"id":"act","spec":{"type_url":"types.containerd.io/opencontainers/runtime-spec/1/Spec","base64":"bm90IGpzb24="}}}`}},
+	})
+	_, err := e.Inspect(testCtx(t), "act")
+	if err == nil || !strings.HasPrefix(err.Error(), "reading the spec of container act: ") {
+		t.Errorf("Inspect() = %v, want the spec's error", err)
+	}
+}

@@ -1,0 +1,140 @@
+package containerd
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/engine"
+)
+
+// TestWaitTaskLost: a wait that breaks without an answer (containerd
+// restarting) is logged once and asked again, and the answer that comes
+// is the exit.
+func TestWaitTaskLost(t *testing.T) {
+	log := &syncLog{}
+	exited := time.Date(2026, 1, 1, 0, 0, 3, 0, time.UTC)
+	e, d := newFake(t, map[string][]reply{
+		"Tasks/Wait": {{msg: `{"exit_status":3,"exited_at":"2026-01-01T00:00:03Z"}`, broken: func() bool { return log.String() == "" }}},
+	})
+	e.Log = log
+	exit, err := e.waitTask(testCtx(t), "act", "the action container")
+	if err != nil || exit.Status != 3 || !exit.ExitedAt.Equal(exited) {
+		t.Errorf("waitTask() = %+v, %v; want exit 3 at %v", exit, err, exited)
+	}
+	if n := strings.Count(log.String(), "lost containerd while waiting for the action container; asking again"); n != 1 {
+		t.Errorf("log %q: want the loss logged once", log.String())
+	}
+	if d.count("Tasks/Wait") < 2 {
+		t.Errorf("%d waits, want the wait asked again", d.count("Tasks/Wait"))
+	}
+}
+
+// TestWaitTaskRefused: a wait containerd refuses is the error when the
+// task does not run, or cannot be read; while it runs, the wait is asked
+// again.
+func TestWaitTaskRefused(t *testing.T) {
+	refused := reply{code: containerdapi.Unknown, status: "cannot wait"}
+	cases := []struct {
+		name      string
+		wait      []reply
+		get       []reply
+		wantErr   bool
+		wantWaits int
+	}{
+		{"the task is gone", []reply{refused}, []reply{{code: containerdapi.NotFound, status: "task act not found"}}, true, 1},
+		{"the task stopped", []reply{refused}, []reply{{msg: `{"process":{"container_id":"act","status":3}}`}}, true, 1},
+		{"the task runs: asked again", []reply{refused, {msg: `{"exit_status":4}`}}, []reply{{msg: `{"process":{"container_id":"act","status":2}}`}}, false, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, d := newFake(t, map[string][]reply{"Tasks/Wait": tc.wait, "Tasks/Get": tc.get})
+			exit, err := e.waitTask(testCtx(t), "act", "the action container")
+			switch {
+			case tc.wantErr && (err == nil || !strings.HasPrefix(err.Error(), "waiting for the action container: ") || !strings.Contains(err.Error(), "cannot wait")):
+				t.Errorf("waitTask() = %+v, %v; want the wait's error", exit, err)
+			case !tc.wantErr && (err != nil || exit.Status != 4):
+				t.Errorf("waitTask() = %+v, %v; want exit 4", exit, err)
+			}
+			if got := d.count("Tasks/Wait"); got != tc.wantWaits {
+				t.Errorf("%d waits, want %d", got, tc.wantWaits)
+			}
+		})
+	}
+}
+
+// TestTellFails: a line the waiter cannot label itself with is an error.
+func TestTellFails(t *testing.T) {
+	id := "waiter-0001"
+	e, d := newFake(t, map[string][]reply{
+		"Containers/Get":    {{msg: `{"container":{"id":"` + id + `"}}`}},
+		"Containers/Update": {{code: containerdapi.FailedPrecondition, status: "label too long"}},
+	})
+	if err := os.WriteFile(filepath.Join(e.ProcSelf, "cgroup"), []byte("0::/"+namespace+"/"+id+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := e.Tell(testCtx(t), []byte(`{"msg":"ready"}`))
+	if err == nil || !strings.HasPrefix(err.Error(), "telling phase 1: ") || !strings.Contains(err.Error(), "label too long") {
+		t.Errorf("Tell() = %v, want the update's error", err)
+	}
+	if d.count("Containers/Update") != 1 {
+		t.Errorf("%d updates, want 1", d.count("Containers/Update"))
+	}
+}
+
+// TestActionExitedFails: a wait that fails otherwise than by the task's
+// absence or the context's end is ActionExited's error.
+func TestActionExitedFails(t *testing.T) {
+	e, _ := newFake(t, map[string][]reply{
+		"Tasks/Wait": {{code: containerdapi.Unknown, status: "cannot wait"}},
+		"Tasks/Get":  {{code: containerdapi.Unknown, status: "cannot get"}},
+	})
+	_, err := e.ActionExited(testCtx(t), "act")
+	var ae *containerdapi.Error
+	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "cannot wait") {
+		t.Errorf("ActionExited() = %v, want the wait's error", err)
+	}
+}
+
+// TestStartFailedUnlabelled: a start that fails is the error, and a
+// label that cannot mark it failed is logged, not the error.
+func TestStartFailedUnlabelled(t *testing.T) {
+	e, d := newFake(t, map[string][]reply{
+		"Containers/Get":    {{msg: `{"container":{"id":"user-1","snapshotter":"overlayfs","snapshot_key":"user-1"}}`}},
+		"Tasks/Get":         {{code: containerdapi.NotFound, status: "task user-1 not found"}},
+		"Snapshots/Mounts":  {{code: containerdapi.NotFound, status: "snapshot user-1 does not exist"}},
+		"Containers/Update": {{code: containerdapi.FailedPrecondition, status: "cannot update"}},
+	})
+	log := &syncLog{}
+	e.Log = log
+	err := e.Start(testCtx(t), "user-1")
+	if err == nil || !strings.HasPrefix(err.Error(), "starting container user-1: reading its snapshot's mounts: ") {
+		t.Errorf("Start() = %v, want the snapshot's error", err)
+	}
+	if !strings.Contains(log.String(), "could not label a container that failed to start") || !strings.Contains(log.String(), "cannot update") {
+		t.Errorf("log %q: want the label's failure", log.String())
+	}
+	if d.count("Containers/Update") != 1 {
+		t.Errorf("%d updates, want 1", d.count("Containers/Update"))
+	}
+}
+
+// TestTellNotFound: a waiter that cannot find its own container cannot
+// tell, and says why.
+func TestTellNotFound(t *testing.T) {
+	e, _ := newFake(t, nil)
+	for _, name := range []string{"cgroup", "mountinfo"} {
+		if err := os.WriteFile(filepath.Join(e.ProcSelf, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := e.Tell(testCtx(t), []byte(`{"msg":"ready"}`))
+	var input engine.InputError
+	if !errors.As(err, &input) || !strings.HasPrefix(err.Error(), "telling phase 1: cannot find this action's own container") {
+		t.Errorf("Tell() = %v, want the bad input of a container not found", err)
+	}
+}
