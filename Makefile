@@ -125,7 +125,7 @@ fuzz:
 # and the coverage. About an hour with 2 workers. -count=1: gremlins
 # times the package's tests once, uncached, and gives each mutant 60 times
 # that; a cached run would time out every mutant whose build takes longer.
-MUTATE_PKGS ?= phase inherit selfid imageref dockerapi engine/containerd engine/docker containerdapi
+MUTATE_PKGS ?= phase inherit selfid imageref dockerapi engine/containerd engine/docker containerdapi internal/socketclient internal/redact
 MUTATE_WORKERS ?= 2
 MUTATE_DIR = bin/mutate
 

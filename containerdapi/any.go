@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/internal/redact"
 )
 
 // SpecTypeURL is the type of a container's OCI runtime spec (JSON) in
@@ -59,7 +59,7 @@ func (a *Any) tree() tree {
 	if a.TypeURL == SpecTypeURL && json.Valid(a.Value) {
 		var compact bytes.Buffer
 		if json.Compact(&compact, a.Value) == nil {
-			return append(t, kv{"json", json.RawMessage(dockerapi.Redact(compact.Bytes()))})
+			return append(t, kv{"json", json.RawMessage(redact.Secrets(compact.Bytes()))})
 		}
 	}
 	if proto, ok := anyTypes[a.TypeURL]; ok {
@@ -68,7 +68,7 @@ func (a *Any) tree() tree {
 			return append(t, kv{"fields", toTree(m)})
 		}
 	}
-	return append(t, kv{"base64", base64.StdEncoding.EncodeToString(dockerapi.Redact(a.Value))})
+	return append(t, kv{"base64", base64.StdEncoding.EncodeToString(redact.Secrets(a.Value))})
 }
 
 func (a *Any) fromTree(v any) error {

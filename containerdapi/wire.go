@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/internal/redact"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -329,7 +329,7 @@ func (s *bytesValue) tree() (any, bool) {
 // Docker client's trace redacts a body, then as text when they are UTF-8,
 // else in base64 (b64).
 func showBytes(b []byte) (text string, b64 bool) {
-	b = dockerapi.Redact(b)
+	b = redact.Secrets(b)
 	if utf8.Valid(b) {
 		return string(b), false
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/waitdaemon/waitdaemon/internal/redact"
 )
 
 // redactedHeaders never appear in a trace with their values.
@@ -41,7 +43,7 @@ func (t *tracer) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
-		b.Write(Redact(body))
+		b.Write(redact.Secrets(body))
 		b.WriteString("\n")
 	}
 	t.write(b.Bytes())
@@ -63,7 +65,7 @@ func (t *tracer) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	b.Write(Redact(body))
+	b.Write(redact.Secrets(body))
 	if len(body) > 0 && body[len(body)-1] != '\n' {
 		b.WriteByte('\n')
 	}
@@ -94,17 +96,17 @@ func writeHeaders(b *bytes.Buffer, prefix string, h http.Header) {
 }
 
 // tracedBody copies a response body to the trace as it is read, line by
-// line, redacted as Redact would redact it whole (see redactor).
+// line, redacted as redact.Secrets would redact it whole (see redact.Stream).
 type tracedBody struct {
 	io.ReadCloser
 	t    *tracer
 	mu   sync.Mutex // Close may come while a Read runs
-	red  redactor
+	red  redact.Stream
 	mid  bool // the trace is in a line of the body
 	done bool
 }
 
-// heldTooLong ends the trace of a body whose open entry outgrew maxHeld.
+// heldTooLong ends the trace of a body whose open entry outgrew what a redact.Stream holds.
 const heldTooLong = "* the trace withholds the rest of this body: a value too long to tell whether it is secret\n"
 
 func (b *tracedBody) Read(p []byte) (int, error) {
@@ -114,14 +116,14 @@ func (b *tracedBody) Read(p []byte) (int, error) {
 	if b.done {
 		return n, err
 	}
-	out, tooLong := b.red.next(p[:n])
+	out, tooLong := b.red.Next(p[:n])
 	b.write(out)
 	if tooLong {
 		b.end(nil)
 		b.t.write([]byte(heldTooLong))
 	}
 	if err == io.EOF && !b.done {
-		b.end(b.red.end())
+		b.end(b.red.End())
 	}
 	return n, err
 }
@@ -129,7 +131,7 @@ func (b *tracedBody) Read(p []byte) (int, error) {
 func (b *tracedBody) Close() error {
 	b.mu.Lock()
 	if !b.done {
-		b.end(b.red.cutOff())
+		b.end(b.red.CutOff())
 	}
 	b.mu.Unlock()
 	return b.ReadCloser.Close()

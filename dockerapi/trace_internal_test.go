@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/internal/linediff"
+
+	"github.com/waitdaemon/waitdaemon/internal/redact"
 )
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -233,7 +235,7 @@ func FuzzTraceStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pad string, splits []byte) {
 		body := streamBody(pad)
 		got := traceStream(t, body, readSizes(splits, len(body)), -1, len(splits)%2 == 1)
-		if want := string(Redact(body)); got != want {
+		if want := string(redact.Secrets(body)); got != want {
 			t.Errorf("trace of the body (-want +got):\n%s", linediff.Text(want, got))
 		}
 		for _, s := range streamSecrets {
@@ -253,7 +255,7 @@ func FuzzTraceAnyBody(f *testing.F) {
 	f.Add([]byte("\"API_KEY=a\nb\"\n\"PASSWORD\n"), []byte{2})
 	f.Fuzz(func(t *testing.T, body []byte, splits []byte) {
 		got := traceStream(t, body, readSizes(splits, len(body)), -1, len(splits)%2 == 1)
-		want := string(Redact(body))
+		want := string(redact.Secrets(body))
 		if want != "" && !strings.HasSuffix(want, "\n") {
 			want += "\n"
 		}

@@ -12,8 +12,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/internal/redact"
 )
 
 // Handoff is phase 1's plan and what it made of it: it is the dry run's
@@ -211,7 +211,7 @@ func (h *Handoff) print(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s\n", dockerapi.Redact(data))
+	_, err = fmt.Fprintf(w, "%s\n", redact.Secrets(data))
 	return err
 }
 

@@ -1,4 +1,8 @@
-package dockerapi
+// Package redact hides secrets in what waitdaemon shows: the values of
+// secret-looking environment entries in a JSON body, for both engine
+// clients' traces, the dry-run plan and the fixtures; whole (Secrets) or
+// as a body arrives in pieces (Stream).
+package redact
 
 import (
 	"bytes"
@@ -11,9 +15,9 @@ import (
 // hide.
 var secretEnv = regexp.MustCompile(`"([A-Za-z0-9_]*(?i:password|passwd|secret|token|credential|api_?key)[A-Za-z0-9_]*)=(?:[^"\\]|\\.)*"`)
 
-// Redact hides the values of secret-looking environment entries in a JSON
+// Secrets hides the values of secret-looking environment entries in a JSON
 // body: the trace and the dry-run plan show them as <redacted>.
-func Redact(b []byte) []byte {
+func Secrets(b []byte) []byte {
 	return secretEnv.ReplaceAll(b, []byte(`"$1=<redacted>"`))
 }
 
@@ -24,14 +28,14 @@ func Redact(b []byte) []byte {
 // secretEnv still takes it for a secret.
 const openProbe = `PASSWORD=x"`
 
-// maxHeld bounds what a redactor holds back: a line without its end, or
+// maxHeld bounds what a Stream holds back: a line without its end, or
 // an entry that may be secret without its closing quote.
 const maxHeld = 64 << 10
 
-// redactor redacts a body that arrives in pieces exactly as Redact would
+// Stream redacts a body that arrives in pieces exactly as Redact would
 // redact it whole, whatever the pieces: it gives out whole lines as soon
 // as they are complete, and holds back the rest, up to maxHeld.
-type redactor struct {
+type Stream struct {
 	held []byte
 }
 
@@ -54,7 +58,7 @@ func scan(b []byte) (matches [][]int, open int) {
 // the body so far, redacted. tooLong is set when an entry that may be
 // secret, still open, is longer than maxHeld: the caller must show no more
 // of the body.
-func (r *redactor) next(p []byte) (out []byte, tooLong bool) {
+func (r *Stream) Next(p []byte) (out []byte, tooLong bool) {
 	r.held = append(r.held, p...)
 	if bytes.IndexByte(p, '\n') < 0 && len(r.held) <= maxHeld {
 		return nil, false // no new line to give out
@@ -78,14 +82,14 @@ func (r *redactor) next(p []byte) (out []byte, tooLong bool) {
 	if len(r.held)-cut > maxHeld {
 		cut = open // a line too long to hold: give out what is safe of it
 	}
-	out = Redact(r.held[:cut])
+	out = Secrets(r.held[:cut])
 	r.held = append(r.held[:0], r.held[cut:]...)
 	return out, len(r.held) > maxHeld
 }
 
 // end returns what is held back, redacted, at the end of the body.
-func (r *redactor) end() []byte {
-	out := Redact(r.held)
+func (r *Stream) End() []byte {
+	out := Secrets(r.held)
 	r.held = nil
 	return out
 }
@@ -93,9 +97,9 @@ func (r *redactor) end() []byte {
 // cutOff returns what is held back, redacted, when the body ends before
 // its end: an entry still open, which may be a secret cut short, shows as
 // <redacted>.
-func (r *redactor) cutOff() []byte {
+func (r *Stream) CutOff() []byte {
 	_, open := scan(r.held)
-	out := Redact(r.held[:open])
+	out := Secrets(r.held[:open])
 	if open < len(r.held) {
 		out = append(out, "<redacted>"...)
 	}

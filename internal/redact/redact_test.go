@@ -1,4 +1,4 @@
-package dockerapi
+package redact
 
 import (
 	"strings"
@@ -13,8 +13,8 @@ func TestRedact(t *testing.T) {
 		{`["PASSWORD=x"]`, `["PASSWORD=<redacted>"]`},
 	}
 	for _, tc := range cases {
-		if got := string(Redact([]byte(tc.in))); got != tc.want {
-			t.Errorf("Redact(%s) = %s, want %s", tc.in, got, tc.want)
+		if got := string(Secrets([]byte(tc.in))); got != tc.want {
+			t.Errorf("Secrets(%s) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 }
@@ -37,7 +37,7 @@ func TestOpenProbe(t *testing.T) {
 	}
 }
 
-// TestRedactorPieces: a redactor gives out each line as soon as the piece
+// TestRedactorPieces: a Stream gives out each line as soon as the piece
 // that ends it comes, redacted, and holds back only what may still become
 // a secret entry: one open across a line's end, even after a closed one;
 // a closed entry longer than it holds back is given out, not withheld.
@@ -70,14 +70,14 @@ func TestRedactorPieces(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var r redactor
+			var r Stream
 			for i, s := range tc.steps {
-				out, tooLong := r.next([]byte(s.piece))
+				out, tooLong := r.Next([]byte(s.piece))
 				if string(out) != s.out || tooLong != s.wantTooLong {
 					t.Errorf("piece %d: next() = %.80q, too long %v; want %q, %v", i, out, tooLong, s.out, s.wantTooLong)
 				}
 			}
-			if got := string(r.end()); got != tc.end {
+			if got := string(r.End()); got != tc.end {
 				t.Errorf("end() = %q, want %q", got, tc.end)
 			}
 		})
@@ -93,11 +93,11 @@ func TestRedactorCutOff(t *testing.T) {
 		{`["API_TOKEN=ab"]`, `["API_TOKEN=<redacted>"]`},
 	}
 	for _, tc := range cases {
-		var r redactor
-		if out, _ := r.next([]byte(tc.held)); len(out) != 0 {
+		var r Stream
+		if out, _ := r.Next([]byte(tc.held)); len(out) != 0 {
 			t.Fatalf("next(%q) gave out %q before the line's end", tc.held, out)
 		}
-		if got := string(r.cutOff()); got != tc.want {
+		if got := string(r.CutOff()); got != tc.want {
 			t.Errorf("cutOff() of %q = %q, want %q", tc.held, got, tc.want)
 		}
 	}
