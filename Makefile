@@ -116,7 +116,7 @@ fuzz:
 	go test ./dockerapi/ -run=NONE -fuzz=FuzzTraceStream -fuzztime=30s
 	go test ./dockerapi/ -run=NONE -fuzz=FuzzTraceAnyBody -fuzztime=30s
 	go test ./selfid/ -run=NONE -fuzz=FuzzCandidates -fuzztime=30s
-	go test ./inherit/ -run=NONE -fuzz=FuzzPlan -fuzztime=30s
+	go test ./inherit/hostconfig/ -run=NONE -fuzz=FuzzPlan -fuzztime=30s
 
 # Mutation testing with gremlins (pinned in tools/mutate, a module of its
 # own): each package with unit tests, by its unit tests alone (never e2e),

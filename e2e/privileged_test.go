@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
-	"github.com/waitdaemon/waitdaemon/inherit"
+	"github.com/waitdaemon/waitdaemon/inherit/hostconfig"
 )
 
 // TestPrivilegedPlan checks that a privileged action gives a privileged
@@ -34,7 +34,7 @@ func TestPrivilegedPlan(t *testing.T) {
 			t.Fatal(err)
 		}
 		version, _ := c.APIVersion(ctx)
-		plan := inherit.Plan(inherit.Input{Container: self, Image: *img.Config, UserImage: probeImage, APIVersion: version})
+		plan := hostconfig.Plan(hostconfig.Input{Container: self, Image: *img.Config, UserImage: probeImage, APIVersion: version})
 		plan.Create.Labels = map[string]string{"org.waitdaemon.action-id": act.ID}
 		user, err := c.ContainerCreate(ctx, "action_e2e_privileged-user", plan.Create)
 		if err != nil {

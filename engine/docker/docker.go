@@ -1,6 +1,7 @@
 // Package docker is the engine contract (package engine) carried out on a
 // Docker engine, and on Podman's Docker-compatible API, through the
-// dockerapi client. The user container is planned by package inherit.
+// dockerapi client. The user container is planned by package
+// inherit/hostconfig.
 // What only these engines need lives here: network connects below API
 // 1.44, Podman's quirks, renaming to keep an earlier run's failures, the
 // socket directory bound into the waiter, and the engine's log stream.
@@ -25,7 +26,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
-	"github.com/waitdaemon/waitdaemon/inherit"
+	"github.com/waitdaemon/waitdaemon/inherit/hostconfig"
 	"github.com/waitdaemon/waitdaemon/selfid"
 )
 
@@ -304,7 +305,7 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 	if err != nil {
 		return engine.Spec{}, err
 	}
-	out := inherit.Plan(inherit.Input{Container: d.ctr, Image: *d.image, UserImage: want.Image.String(), APIVersion: version, Withhold: want.Withhold})
+	out := hostconfig.Plan(hostconfig.Input{Container: d.ctr, Image: *d.image, UserImage: want.Image.String(), APIVersion: version, Withhold: want.Withhold})
 	create := out.Create
 	if want.Command != nil {
 		create.Cmd, create.Entrypoint = want.Command, nil
@@ -533,4 +534,3 @@ func (e *Engine) Follow(ctx context.Context, id string, sent time.Time, tail int
 	}
 	return r, nil
 }
-

@@ -1,8 +1,11 @@
-// Package inherit plans the user's container from the action's: it copies
-// everything the operator set on the action container onto a create
-// request for another image, subtracts what the action's own image
-// brought, and drops what must not travel. It does no I/O.
-package inherit
+// Package hostconfig is Docker's planner (Docker and Podman): it plans the
+// user's container from the action's, as an inspected container's Config
+// and HostConfig. It copies everything the operator set on the action
+// container onto a create request for another image, subtracts what the
+// action's own image brought, and drops what must not travel. It does no
+// I/O. Its sibling, package ocispec, plans the same from an OCI spec, for
+// containerd.
+package hostconfig
 
 import (
 	"maps"
@@ -12,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/inherit"
 )
 
 // Input is what a plan is made from.
@@ -204,7 +208,7 @@ func fromPodman(c dockerapi.Container) bool {
 // brought unchanged, minus those Podman added by itself, minus
 // waitdaemon's own variables.
 func userEnv(env, imageEnv []string, podman bool, hostname string) []string {
-	control := Control(env)
+	control := inherit.Control(env)
 	var out []string
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")

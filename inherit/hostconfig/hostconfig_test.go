@@ -1,4 +1,4 @@
-package inherit
+package hostconfig
 
 import (
 	"bytes"
@@ -11,11 +11,12 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/inherit"
 	"github.com/waitdaemon/waitdaemon/internal/golden"
 )
 
 // caseDir holds the recorded inputs; see its README.md.
-const caseDir = "../testdata/inherit"
+const caseDir = "../../testdata/inherit"
 
 // requiredCases must each have a recorded input: a lost file fails the
 // test rather than shrinking it.
@@ -578,48 +579,6 @@ func TestPlanEnvControl(t *testing.T) {
 	}
 }
 
-func TestControl(t *testing.T) {
-	cases := []struct {
-		env         []string
-		control     []string // sorted
-		image, wait string   // the names in force
-	}{
-		{nil, []string{"IMAGE", "WAIT_SECONDS"}, "IMAGE", "WAIT_SECONDS"},
-		{[]string{"IMAGE=a", "WAIT_SECONDS=3", "PATH=/bin"}, []string{"IMAGE", "WAIT_SECONDS"}, "IMAGE", "WAIT_SECONDS"},
-		{
-			[]string{"WAITDAEMON_IMAGE=a", "IMAGE=mine"},
-			[]string{"WAITDAEMON_IMAGE", "WAIT_SECONDS"},
-			"WAITDAEMON_IMAGE", "WAIT_SECONDS",
-		},
-		{
-			[]string{"WAITDAEMON_WAIT_SECONDS=3", "WAITDAEMON_VERBOSE=1", "WAIT_SECONDS=mine"},
-			[]string{"IMAGE", "WAITDAEMON_VERBOSE", "WAITDAEMON_WAIT_SECONDS"},
-			"IMAGE", "WAITDAEMON_WAIT_SECONDS",
-		},
-		{
-			// An alias set empty, or named without a value, still counts.
-			[]string{"WAITDAEMON_IMAGE=", "WAITDAEMON_WAIT_SECONDS"},
-			[]string{"WAITDAEMON_IMAGE", "WAITDAEMON_WAIT_SECONDS"},
-			"WAITDAEMON_IMAGE", "WAITDAEMON_WAIT_SECONDS",
-		},
-		{[]string{"WAITDAEMON_IMAGEX=a", "XWAITDAEMON_Y=1"}, []string{"IMAGE", "WAITDAEMON_IMAGEX", "WAIT_SECONDS"}, "IMAGE", "WAIT_SECONDS"},
-	}
-	for _, tc := range cases {
-		t.Run(strings.Join(tc.env, ","), func(t *testing.T) {
-			var got []string
-			for name, ok := range Control(tc.env) {
-				if ok {
-					got = append(got, name)
-				}
-			}
-			slices.Sort(got)
-			is(t, "Control", got, tc.control)
-			is(t, "Image.Name", Image.Name(tc.env), tc.image)
-			is(t, "WaitSeconds.Name", WaitSeconds.Name(tc.env), tc.wait)
-		})
-	}
-}
-
 // fuzzImage is the recorded config of an image shaped like waitdaemon's.
 var fuzzImage = dockerapi.Config{
 	Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
@@ -653,12 +612,12 @@ func FuzzPlan(f *testing.F) {
 			for _, kv := range out.Create.Env {
 				name, _, _ := strings.Cut(kv, "=")
 				switch {
-				case strings.HasPrefix(name, Prefix):
+				case strings.HasPrefix(name, inherit.Prefix):
 					t.Errorf("control variable %q passed on", kv)
-				case name == Image.Plain && !set(Image.Alias):
-					t.Errorf("%q passed on without %s set", kv, Image.Alias)
-				case name == WaitSeconds.Plain && !set(WaitSeconds.Alias):
-					t.Errorf("%q passed on without %s set", kv, WaitSeconds.Alias)
+				case name == inherit.Image.Plain && !set(inherit.Image.Alias):
+					t.Errorf("%q passed on without %s set", kv, inherit.Image.Alias)
+				case name == inherit.WaitSeconds.Plain && !set(inherit.WaitSeconds.Alias):
+					t.Errorf("%q passed on without %s set", kv, inherit.WaitSeconds.Alias)
 				}
 			}
 			if _, err := json.Marshal(out.Create); err != nil {
