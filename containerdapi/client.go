@@ -33,7 +33,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -292,7 +291,7 @@ func (c *Client) send(ctx context.Context, r *rpc, body any, tries *socketclient
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &TransportError{Method: r.name, Socket: c.Socket, Err: unwrapURLError(err)}
+		return nil, &TransportError{Method: r.name, Socket: c.Socket, Err: socketclient.Unwrap(err)}
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -386,16 +385,6 @@ const frameChunk = 32 << 10
 func withCause(ctx context.Context, err error) error {
 	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
 		return fmt.Errorf("%w (%v)", err, cause)
-	}
-	return err
-}
-
-// unwrapURLError drops the *url.Error wrapper, whose fake URL says nothing
-// useful.
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
 	}
 	return err
 }

@@ -201,7 +201,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &TransportError{Method: r.method, Path: path, Socket: c.Socket, Err: unwrapURLError(err)}
+		return nil, &TransportError{Method: r.method, Path: path, Socket: c.Socket, Err: socketclient.Unwrap(err)}
 	}
 	for _, s := range r.ok {
 		if resp.StatusCode == s {

@@ -13,6 +13,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 	"time"
@@ -188,6 +189,16 @@ func policy(waitForEngine time.Duration, rule Rule) retryablehttp.CheckRetry {
 		a.retries++
 		return true, nil
 	}
+}
+
+// Unwrap drops the *url.Error wrapper of a failed request, whose URL
+// (the clients' fake host) says nothing useful.
+func Unwrap(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // EngineNotUp reports a dial that failed because nothing listens on the

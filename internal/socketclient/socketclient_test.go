@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"syscall"
@@ -135,5 +136,17 @@ func TestAddress(t *testing.T) {
 		if err != nil && (!errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), `X_HOST="`+tc.value+`": expected unix:///path`)) {
 			t.Errorf("Address(%q) error %q: want it to name the variable, its value and what is expected", tc.value, err)
 		}
+	}
+}
+
+// TestUnwrap: a failed request's error loses the *url.Error wrapper and
+// its fake URL; any other error stays as it is.
+func TestUnwrap(t *testing.T) {
+	inner := errors.New("connection reset by peer")
+	if got := Unwrap(&url.Error{Op: "Post", URL: "http://docker/v1.41/containers/create", Err: inner}); got != inner {
+		t.Errorf("Unwrap(url.Error) = %v, want %v", got, inner)
+	}
+	if got := Unwrap(inner); got != inner {
+		t.Errorf("Unwrap(%v) = %v, want it as it is", inner, got)
 	}
 }
