@@ -567,3 +567,75 @@ func TestImagesReadOnce(t *testing.T) {
 		t.Error("after a pull, the image read before was taken again")
 	}
 }
+
+// TestTaskDeleteShimGone: a task delete that fails as the task's shim
+// goes away ("ttrpc: closed") is settled by asking for the task: gone, it
+// was deleted; still there, it is deleted again; a delete that keeps
+// failing fails after three.
+func TestTaskDeleteShimGone(t *testing.T) {
+	closed := reply{code: containerdapi.Unknown, status: "failed to delete task: ttrpc: closed"}
+	stopped := reply{msg: `{"process":{"container_id":"w-1","status":3}}`}
+	gone := reply{code: containerdapi.NotFound, status: "no task"}
+	cases := []struct {
+		name        string
+		del, get    []reply
+		wantErr     bool
+		wantDeletes int
+	}{
+		{"deleted as the answer broke", []reply{closed}, []reply{stopped, gone}, false, 1},
+		{"deleted at the second", []reply{closed, {msg: `{}`}}, []reply{stopped, stopped}, false, 2},
+		{"never", []reply{closed}, []reply{stopped}, true, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, d := newFake(t, map[string][]reply{"Tasks/Get": tc.get, "Tasks/Delete": tc.del})
+			err := e.deleteTask(testCtx(t), "w-1")
+			if (err != nil) != tc.wantErr || tc.wantErr && !strings.Contains(err.Error(), "ttrpc: closed") {
+				t.Errorf("deleteTask() = %v, want an error: %v", err, tc.wantErr)
+			}
+			if n := d.count("Tasks/Delete"); n != tc.wantDeletes {
+				t.Errorf("%d deletes, want %d", n, tc.wantDeletes)
+			}
+		})
+	}
+}
+
+// TestImageReadOnceAtOnce: callers that read one image at the same time
+// (the waiter's create and the user container's plan) read it once
+// between them.
+func TestImageReadOnceAtOnce(t *testing.T) {
+	e, d := newFake(t, map[string][]reply{
+		"Images/Get": {{msg: `{"image":{"name":"docker.io/library/x:1","target":{"media_type":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:m"}}}`}},
+		"Content/Read": {
+			{msg: `{"data":"{\"config\":{\"digest\":\"sha256:c\"},\"layers\":[{\"digest\":\"sha256:l\"}]}"}`},
+			{msg: `{"data":"{\"architecture\":\"amd64\",\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:aaaa\"]}}"}`},
+		},
+		"Snapshots/Stat": {{msg: `{}`}},
+	})
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if i%2 == 0 {
+				_, err = e.resolve(ctx, "docker.io/library/x:1")
+			} else {
+				_, err = e.unpacked(ctx, "docker.io/library/x:1", containerdapi.DefaultSnapshotter)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if g, r, s := d.count("Images/Get"), d.count("Content/Read"), d.count("Snapshots/Stat"); g != 1 || r != 2 || s != 1 {
+		t.Errorf("read the image %d times, its blobs %d and its snapshot %d; want 1, 2 and 1", g, r, s)
+	}
+}
