@@ -322,3 +322,18 @@ func exported(x any) map[string]any {
 	}
 	return out
 }
+
+// TestLastWord: the action and the waiter say why they failed on stdout,
+// their log, which containerd's shim keeps whole; the commands people
+// type say it on stderr.
+func TestLastWord(t *testing.T) {
+	var out, errOut bytes.Buffer
+	for args, want := range map[string]*bytes.Buffer{
+		"action -- reboot": &out, "waiter --wait-seconds=1": &out,
+		"api GET /version": &errOut, "plan --container x": &errOut, "version": &errOut, "": &errOut,
+	} {
+		if got := lastWord(strings.Fields(args), &out, &errOut); got != want {
+			t.Errorf("lastWord(%q) is the other stream", args)
+		}
+	}
+}

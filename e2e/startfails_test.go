@@ -124,7 +124,9 @@ func TestStartFailsThenFallback(t *testing.T) {
 		for _, l := range list {
 			_ = e.engine().Remove(testCtx(t), l.ID)
 		}
-		e.waiter(t, again.ID)
+		// The next run's waiter may be gone already (WAIT_SECONDS=0):
+		// wait for what it leaves, not for the waiter itself.
+		waitDone(t, e, again.ID, 30*time.Second)
 	})
 }
 
