@@ -90,6 +90,19 @@ func unmarshal(b []byte, m message) error {
 	return nil
 }
 
+// consumeBytes reads a length-delimited field of wire type typ from b:
+// its bytes, and the length of the field.
+func consumeBytes(typ protowire.Type, b []byte) ([]byte, int, error) {
+	if typ != protowire.BytesType {
+		return nil, 0, errWireType(typ)
+	}
+	v, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return nil, 0, protowire.ParseError(n)
+	}
+	return v, n, nil
+}
+
 // tree is a message's readable form: its set fields, in proto order. It
 // marshals as a JSON object.
 type tree []kv
@@ -305,10 +318,10 @@ func (s *bytesValue) encode(b []byte, num protowire.Number) []byte {
 
 func (s *bytesValue) decode(typ protowire.Type, b []byte) (int, error) {
 	p := (*[]byte)(s)
-	if typ != protowire.BytesType {
-		return 0, errWireType(typ)
+	v, n, err := consumeBytes(typ, b)
+	if err != nil {
+		return 0, err
 	}
-	v, n := protowire.ConsumeBytes(b)
 	*p = bytes.Clone(v)
 	return n, nil
 }
@@ -444,12 +457,9 @@ func (s *mapValue) encode(b []byte, num protowire.Number) []byte {
 
 func (s *mapValue) decode(typ protowire.Type, b []byte) (int, error) {
 	p := (*map[string]string)(s)
-	if typ != protowire.BytesType {
-		return 0, errWireType(typ)
-	}
-	e, n := protowire.ConsumeBytes(b)
-	if n < 0 {
-		return n, nil
+	e, n, err := consumeBytes(typ, b)
+	if err != nil {
+		return 0, err
 	}
 	var entry struct{ k, v string }
 	if err := unmarshal(e, entryFields{&entry.k, &entry.v}); err != nil {
@@ -502,12 +512,9 @@ func (s msgValue) encode(b []byte, num protowire.Number) []byte {
 }
 
 func (s msgValue) decode(typ protowire.Type, b []byte) (int, error) {
-	if typ != protowire.BytesType {
-		return 0, errWireType(typ)
-	}
-	v, n := protowire.ConsumeBytes(b)
-	if n < 0 {
-		return n, nil
+	v, n, err := consumeBytes(typ, b)
+	if err != nil {
+		return 0, err
 	}
 	return n, unmarshal(v, s.m)
 }
@@ -538,12 +545,9 @@ func (s msgList) encode(b []byte, num protowire.Number) []byte {
 }
 
 func (s msgList) decode(typ protowire.Type, b []byte) (int, error) {
-	if typ != protowire.BytesType {
-		return 0, errWireType(typ)
-	}
-	v, n := protowire.ConsumeBytes(b)
-	if n < 0 {
-		return n, nil
+	v, n, err := consumeBytes(typ, b)
+	if err != nil {
+		return 0, err
 	}
 	return n, unmarshal(v, s.l.add())
 }
@@ -594,12 +598,9 @@ func (s *timeValue) encode(b []byte, num protowire.Number) []byte {
 
 func (s *timeValue) decode(typ protowire.Type, b []byte) (int, error) {
 	p := (*time.Time)(s)
-	if typ != protowire.BytesType {
-		return 0, errWireType(typ)
-	}
-	v, n := protowire.ConsumeBytes(b)
-	if n < 0 {
-		return n, nil
+	v, n, err := consumeBytes(typ, b)
+	if err != nil {
+		return 0, err
 	}
 	var ts timestamp
 	if err := unmarshal(v, &ts); err != nil {
@@ -639,12 +640,9 @@ func (s anyValue) encode(b []byte, num protowire.Number) []byte {
 }
 
 func (s anyValue) decode(typ protowire.Type, b []byte) (int, error) {
-	if typ != protowire.BytesType {
-		return 0, errWireType(typ)
-	}
-	v, n := protowire.ConsumeBytes(b)
-	if n < 0 {
-		return n, nil
+	v, n, err := consumeBytes(typ, b)
+	if err != nil {
+		return 0, err
 	}
 	return n, unmarshal(v, s.p)
 }

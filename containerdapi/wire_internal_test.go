@@ -109,6 +109,7 @@ func TestUnmarshal(t *testing.T) {
 		{"varint for a string", v(1, 3), "field container_id (1): unexpected wire type 0"},
 		{"string for a varint", s(3, "x"), "field pid (3): unexpected wire type 2"},
 		{"truncated", join(s(1, "web"))[:3], "unexpected EOF"},
+		{"a message truncated", m(10, v(1, 5))[:2], "field exited_at (10): unexpected EOF"},
 		{"bad tag", []byte{0xff}, "unexpected EOF"},
 	}
 	for _, tc := range bad {
@@ -138,6 +139,8 @@ func TestTree(t *testing.T) {
 		{"secret in a stream", ptr(anyOf("containerd.types.transfer.AuthResponse", &authResponse{AuthType: 1, Username: "u", Secret: "hunter2"})),
 			`{"type_url":"containerd.types.transfer.AuthResponse","fields":{"authType":1,"secret":"<redacted>","username":"u"}}`},
 		{"empty", &empty{}, `{}`},
+		{"empty lists", &subscribeRequest{Filters: []string{}}, `{}`},
+		{"no messages", &listContainersResponse{Containers: []Container{}}, `{}`},
 		{"secret entry in text bytes", &readContentResponse{Data: []byte(`{"Env":["PATH=/bin","API_TOKEN=s3cr3t"]}`)},
 			`{"data":"{\"Env\":[\"PATH=/bin\",\"API_TOKEN=<redacted>\"]}"}`},
 		{"secret entry in binary bytes", &readContentResponse{Data: []byte("\xff[\"API_TOKEN=s3cr3t\"]")},
