@@ -475,6 +475,24 @@ func (e *Engine) HasImage(ctx context.Context, ref imageref.Ref) (bool, error) {
 	return true, nil
 }
 
+// addBlobs passes on the progress of a pull, in which the daemon reports
+// each blob on its own, added up; an event with no size, such as a
+// reference resolved, is none.
+func addBlobs(progress func(done, total int64)) func(containerdapi.Progress) {
+	blobs := map[string][2]int64{} // name: done, total
+	return func(p containerdapi.Progress) {
+		if p.Total <= 0 {
+			return
+		}
+		blobs[p.Name] = [2]int64{p.Progress, p.Total}
+		var done, total int64
+		for _, b := range blobs {
+			done, total = done+b[0], total+b[1]
+		}
+		progress(done, total)
+	}
+}
+
 // Pull has the daemon pull and unpack the image for this platform, with
 // the credential for its own registry alone, through the certs.d
 // directory CaptainOS writes (containerdapi.DefaultHostDir): its
@@ -494,19 +512,7 @@ func (e *Engine) Pull(ctx context.Context, ref imageref.Ref, auth *engine.Auth, 
 		req.Auth = authFor(auth)
 	}
 	if progress != nil {
-		// The daemon reports each blob on its own: add them up.
-		blobs := map[string][2]int64{} // name: done, total
-		req.Progress = func(p containerdapi.Progress) {
-			if p.Total <= 0 {
-				return
-			}
-			blobs[p.Name] = [2]int64{p.Progress, p.Total}
-			var done, total int64
-			for _, b := range blobs {
-				done, total = done+b[0], total+b[1]
-			}
-			progress(done, total)
-		}
+		req.Progress = addBlobs(progress)
 	}
 	e.forget(ref.Qualified())
 	err := e.C.Pull(ctx, req)

@@ -639,3 +639,68 @@ func TestImageReadOnceAtOnce(t *testing.T) {
 		t.Errorf("read the image %d times, its blobs %d and its snapshot %d; want 1, 2 and 1", g, r, s)
 	}
 }
+
+// TestAddBlobs: a pull's progress is the bytes done out of the total over
+// all blobs, each as last reported; an event with no size changes nothing
+// and is not passed on.
+func TestAddBlobs(t *testing.T) {
+	var got []string
+	add := addBlobs(func(done, total int64) { got = append(got, fmt.Sprintf("%d/%d", done, total)) })
+	for _, p := range []containerdapi.Progress{
+		{Event: "resolving", Name: "docker.io/library/x:1"},
+		{Event: "downloading", Name: "sha256:a", Progress: 10, Total: 100},
+		{Event: "waiting", Name: "sha256:b"},
+		{Event: "downloading", Name: "sha256:b", Progress: 0, Total: 50},
+		{Event: "complete", Name: "sha256:a", Progress: 100, Total: 100},
+	} {
+		add(p)
+	}
+	if diff := linediff.Lines([]string{"10/100", "10/150", "100/150"}, got); diff != "" {
+		t.Errorf("progress (-want +got):\n%s", diff)
+	}
+}
+
+// TestListStates: a container ran when its task is past created (or it
+// is labelled started), and runs while its task runs or is paused; a
+// task in no known state did not run.
+func TestListStates(t *testing.T) {
+	e, _ := newFake(t, map[string][]reply{
+		"Containers/List": {{msg: `{"containers":[{"id":"stopped"},{"id":"unknown"},{"id":"created"},{"id":"paused"},{"id":"none"},{"id":"failed","labels":{"` + LabelStarted + `":"failed 2026-01-01T00:00:00Z"}}]}`}},
+		"Tasks/List": {{msg: `{"tasks":[{"id":"stopped","status":3},{"id":"unknown","status":0},{"id":"created","status":1},{"id":"paused","status":4},{"id":"failed","status":1}]}`}},
+	})
+	list, err := e.List(testCtx(t), "k", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range list {
+		got = append(got, fmt.Sprintf("%s ran=%v running=%v state=%s", c.ID, c.Ran, c.Running, c.State))
+	}
+	want := []string{
+		"stopped ran=true running=false state=stopped",
+		"unknown ran=false running=false state=" + containerdapi.TaskUnknown.String(),
+		"created ran=false running=false state=created",
+		"paused ran=true running=true state=paused",
+		"none ran=false running=false state=no task",
+		"failed ran=true running=false state=created",
+	}
+	if diff := linediff.Lines(want, got); diff != "" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+}
+
+// TestResolveForgetsFailures: an image read once is not read again; one
+// that could not be read is read again the next time.
+func TestResolveForgetsFailures(t *testing.T) {
+	e, d := newFake(t, map[string][]reply{
+		"Images/Get": {{code: containerdapi.NotFound, status: "image not found"}},
+	})
+	for i := range 2 {
+		if _, err := e.resolve(testCtx(t), "docker.io/library/x:1"); err == nil || !strings.Contains(err.Error(), "image not found") {
+			t.Errorf("resolve() #%d = %v, want not found", i+1, err)
+		}
+	}
+	if n := d.count("Images/Get"); n != 2 {
+		t.Errorf("image read %d times, want each time", n)
+	}
+}
