@@ -48,3 +48,36 @@ func TestInspectBadSpec(t *testing.T) {
 		t.Errorf("Inspect() = %v, want the spec's error", err)
 	}
 }
+
+// TestSelfOverrideTask: the override names the action's container only
+// while its task runs; a task that cannot be read fails Self.
+func TestSelfOverrideTask(t *testing.T) {
+	cases := []struct {
+		name      string
+		task      reply
+		wantInput bool   // the bad input: the override was tried
+		wantErr   string // in the error
+	}{
+		{"stopped", reply{msg: `{"process":{"id":"act","status":3}}`}, true, "tried: override act"},
+		{"no task", reply{code: containerdapi.NotFound, status: "no task"}, true, "tried: override act"},
+		{"unreadable", reply{code: containerdapi.Unknown, status: "cannot read"}, false, "finding this action's container: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newFake(t, map[string][]reply{
+				"Containers/Get": {{msg: `{"container":{"id":"act"}}`}},
+				"Tasks/Get":      {tc.task},
+			})
+			for _, name := range []string{"cgroup", "mountinfo"} {
+				if err := os.WriteFile(filepath.Join(e.ProcSelf, name), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := e.Self(testCtx(t), "act")
+			var input engine.InputError
+			if err == nil || errors.As(err, &input) != tc.wantInput || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Self() = %s, %v; want an error with %q (bad input %v)", s.ID, err, tc.wantErr, tc.wantInput)
+			}
+		})
+	}
+}
