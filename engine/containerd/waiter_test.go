@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +137,49 @@ func TestTellNotFound(t *testing.T) {
 	var input engine.InputError
 	if !errors.As(err, &input) || !strings.HasPrefix(err.Error(), "telling phase 1: cannot find this action's own container") {
 		t.Errorf("Tell() = %v, want the bad input of a container not found", err)
+	}
+}
+
+// TestOutputUntilStopped: Output passes on each new line the waiter
+// tells while its task runs, and ends once the task stopped, with the
+// line told last, read after the stop was seen.
+func TestOutputUntilStopped(t *testing.T) {
+	label := func(line string) reply {
+		return reply{msg: `{"container":{"id":"waiter-1","labels":{"` + LabelSaid + `":` + strconv.Quote(line) + `}}}`}
+	}
+	e, _ := newFake(t, map[string][]reply{
+		"Containers/Get": {label("one"), label("one"), label("one"), label("two"), label("three")},
+		"Tasks/Get": {
+			{msg: `{"process":{"id":"waiter-1","status":2}}`},
+			{msg: `{"process":{"id":"waiter-1","status":2}}`},
+			{msg: `{"process":{"id":"waiter-1","status":2}}`},
+			{msg: `{"process":{"id":"waiter-1","status":3}}`},
+		},
+	})
+	var out strings.Builder
+	if err := e.Output(testCtx(t), "waiter-1", &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "one\ntwo\nthree\n" {
+		t.Errorf("Output() = %q, want each line told, once", got)
+	}
+}
+
+// TestFollowNoTail: a run followed with no tail asked for reads no
+// output file.
+func TestFollowNoTail(t *testing.T) {
+	e, _ := newFake(t, map[string][]reply{
+		"Containers/Get": {{msg: `{"container":{"id":"user-1","image":"docker.io/library/x:1"}}`}},
+		"Tasks/Wait":     {{msg: `{"exit_status":3,"exited_at":"2026-01-01T00:00:03Z"}`}},
+	})
+	e.LogDir = t.TempDir() // holds no output file
+	log := &syncLog{}
+	e.Log = log
+	run, err := e.Follow(testCtx(t), "user-1", time.Now(), 0, "")
+	if err != nil || run.ExitCode != 3 || run.Output == nil || len(run.Output) != 0 {
+		t.Errorf("Follow() = %+v, %v; want exit 3 and no output", run, err)
+	}
+	if log.String() != "" {
+		t.Errorf("log %q: want nothing read, nothing logged", log.String())
 	}
 }
