@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 var webBody = dockerapi.CreateRequest{Config: dockerapi.Config{
@@ -672,5 +673,32 @@ func TestStartAfterAmbiguousAttempt(t *testing.T) {
 				t.Errorf("the container ran %d times, want %d (%d starts sent)", runs, tc.wantRuns, starts)
 			}
 		})
+	}
+}
+
+// TestStartLostOnAndOn: a start whose answer is lost on every attempt
+// (503), the container neither running nor started since, is sent
+// MaxRetries times more, then fails with the engine's last answer.
+func TestStartLostOnAndOn(t *testing.T) {
+	var got hits
+	c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1.41/containers/web/start":
+			got.add(r)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"message": "busy"})
+		case "/v1.41/containers/web/json":
+			writeJSON(w, http.StatusOK, map[string]any{"Id": "web", "State": map[string]any{"Running": false, "StartedAt": "0001-01-01T00:00:00Z"}})
+		default:
+			t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+			http.Error(w, "unexpected", http.StatusTeapot)
+		}
+	})
+	err := c.ContainerStart(shortCtx(t), "web")
+	var apiErr *dockerapi.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable {
+		t.Errorf("ContainerStart() = %v, want the engine's 503", err)
+	}
+	if n := got.total(); n != 1+socketclient.MaxRetries {
+		t.Errorf("the start was sent %d times, want %d", n, 1+socketclient.MaxRetries)
 	}
 }
