@@ -65,6 +65,10 @@ func TestRedactorPieces(t *testing.T) {
 			{"cd\"\n", "\"A_TOKEN=<redacted>\" \"B_PASSWORD=<redacted>\"\n", false},
 		}, ""},
 		{"a line end right after a closed entry is", []step{{"\"A_TOKEN=x\"\n\"B_PASSWORD=ab", "\"A_TOKEN=<redacted>\"\n", false}}, "\"B_PASSWORD=ab"},
+		{"a line end before the first closed entry is", []step{
+			{"x\n\"A_TOKEN=y\" \"B_PASSWORD=ab", "x\n", false},
+			{"cd\"\n", "\"A_TOKEN=<redacted>\" \"B_PASSWORD=<redacted>\"\n", false},
+		}, ""},
 		{"a line held back whole, up to what it holds back", []step{{"x\n" + full, "x\n", false}, {"\n", full + "\n", false}}, ""},
 		{"a long line's complete lines given out alone", []step{{half + "\n" + half, half + "\n", false}}, half},
 	}
