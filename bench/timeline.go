@@ -48,6 +48,12 @@ func waitRun(ctx context.Context, c *dockerapi.Client, image, probe, name string
 	if _, err := c.ContainerWait(ctx, id, dockerapi.WaitNotRunning); err != nil {
 		return tl, err
 	}
+	// The waiter, found at once: WAIT_SECONDS after the action's exit,
+	// it runs the user container and is gone.
+	list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+id, "org.waitdaemon.role=waiter")
+	if err != nil || len(list) != 1 {
+		return tl, fmt.Errorf("finding the waiter of %s: %v (%d found)", name, err, len(list))
+	}
 	action, err := c.ContainerInspect(ctx, id)
 	if err != nil {
 		return tl, err
@@ -60,10 +66,6 @@ func waitRun(ctx context.Context, c *dockerapi.Client, image, probe, name string
 		return tl, fmt.Errorf("action %s exited %d:\n%s", name, action.State.ExitCode, actionOut.String())
 	}
 	tl.trips1 = len(request.FindAllString(actionOut.String(), -1))
-	list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+id, "org.waitdaemon.role=waiter")
-	if err != nil || len(list) != 1 {
-		return tl, fmt.Errorf("finding the waiter of %s: %v (%d found)", name, err, len(list))
-	}
 	waiter, err := c.ContainerInspect(ctx, list[0].ID)
 	if err != nil {
 		return tl, err
