@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
 )
 
 // docker reads answers as Docker's client does.
@@ -148,5 +150,118 @@ func TestUnwrap(t *testing.T) {
 	}
 	if got := Unwrap(inner); got != inner {
 		t.Errorf("Unwrap(%v) = %v, want it as it is", inner, got)
+	}
+}
+
+// serve answers on a unix socket of its own with h, over HTTP/1.1 or
+// HTTP/2 without TLS, and returns the socket.
+func serve(t *testing.T, h2c bool, h http.HandlerFunc) string {
+	t.Helper()
+	sock := t.TempDir() + "/engine.sock"
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p http.Protocols
+	p.SetHTTP1(!h2c)
+	p.SetUnencryptedHTTP2(h2c)
+	srv := &http.Server{Handler: h, Protocols: &p}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return sock
+}
+
+// TestUnixTransport: the transport dials its socket whatever the URL
+// names, in the protocol asked for.
+func TestUnixTransport(t *testing.T) {
+	for _, h2c := range []bool{false, true} {
+		sock := serve(t, h2c, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(r.Proto)) })
+		resp, err := (&http.Client{Transport: UnixTransport(sock, h2c)}).Get("http://elsewhere.example/x")
+		if err != nil {
+			t.Fatalf("h2c %v: %v", h2c, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[h2c]
+		if string(body) != want || resp.Proto != want {
+			t.Errorf("h2c %v: the engine saw %s, the client %s; want %s", h2c, body, resp.Proto, want)
+		}
+	}
+}
+
+// TestNew: the client New makes sends again what the rule says may be
+// sent again, as many times as MaxRetries allows, and reads the rule
+// for each answer.
+func TestNew(t *testing.T) {
+	cases := []struct {
+		name       string
+		status     int // answered to every attempt but the last
+		repeatable bool
+		fails      int // attempts answered status before a 200
+		wantTries  int
+		wantStatus int
+	}{
+		{"may have acted, repeatable", 503, true, 2, 3, 200},
+		{"may have acted, not repeatable", 503, false, 2, 1, 503},
+		{"busy, not repeatable", 429, false, 1, 2, 200},
+		{"busy on and on", 429, false, 99, 1 + MaxRetries, 429},
+		{"final", 500, true, 1, 1, 500},
+	}
+	rule := func(resp *http.Response) Answer {
+		return map[int]Answer{503: MayHaveActed, 429: Busy}[resp.StatusCode]
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tries := 0
+			sock := serve(t, false, func(w http.ResponseWriter, r *http.Request) {
+				if tries++; tries <= tc.fails {
+					w.WriteHeader(tc.status)
+				}
+			})
+			c := New(UnixTransport(sock, false), Bounds{WaitForEngine: -1}, rule)
+			a := &Attempts{Repeatable: tc.repeatable}
+			req, err := retryablehttp.NewRequestWithContext(WithAttempts(context.Background(), a), "GET", "http://engine/x", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if tries != tc.wantTries || resp.StatusCode != tc.wantStatus {
+				t.Errorf("%d tries, then %d; want %d, then %d", tries, resp.StatusCode, tc.wantTries, tc.wantStatus)
+			}
+			if a.Ambiguous != (tc.status == 503) {
+				t.Errorf("ambiguous %v after %d answers", a.Ambiguous, tc.status)
+			}
+		})
+	}
+}
+
+// TestPause: a pause ends with its context, saying why; one whose
+// context goes on ends by itself.
+func TestPause(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("the action ended"))
+	if err := Pause(ctx, 3); err == nil || err.Error() != "the action ended" {
+		t.Errorf("Pause(cancelled) = %v, want the context's cause", err)
+	}
+	if err := Pause(context.Background(), 0); err != nil {
+		t.Errorf("Pause(0) = %v", err)
+	}
+}
+
+// TestBackoff: an engine's Retry-After is honoured up to the cap, and
+// the wait doubles from the floor.
+func TestBackoff(t *testing.T) {
+	slow := &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": []string{"30"}}}
+	if got := cappedBackoff(50*time.Millisecond, time.Second, 0, slow); got != time.Second {
+		t.Errorf("with Retry-After 30 s: %v, want the cap, 1 s", got)
+	}
+	for n, want := range []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond} {
+		if got := cappedBackoff(50*time.Millisecond, time.Second, n, nil); got != want {
+			t.Errorf("attempt %d: %v, want %v", n, got, want)
+		}
 	}
 }
