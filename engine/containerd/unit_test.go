@@ -666,7 +666,7 @@ func TestAddBlobs(t *testing.T) {
 func TestListStates(t *testing.T) {
 	e, _ := newFake(t, map[string][]reply{
 		"Containers/List": {{msg: `{"containers":[{"id":"stopped"},{"id":"unknown"},{"id":"created"},{"id":"paused"},{"id":"none"},{"id":"failed","labels":{"` + LabelStarted + `":"failed 2026-01-01T00:00:00Z"}}]}`}},
-		"Tasks/List": {{msg: `{"tasks":[{"id":"stopped","status":3},{"id":"unknown","status":0},{"id":"created","status":1},{"id":"paused","status":4},{"id":"failed","status":1}]}`}},
+		"Tasks/List":      {{msg: `{"tasks":[{"id":"stopped","status":3},{"id":"unknown","status":0},{"id":"created","status":1},{"id":"paused","status":4},{"id":"failed","status":1}]}`}},
 	})
 	list, err := e.List(testCtx(t), "k", "v")
 	if err != nil {
