@@ -137,7 +137,9 @@ func TestUnwritableResultFile(t *testing.T) {
 				if r.ExitCode != 0 {
 					t.Errorf("exit %d, output:\n%s\nwant the hand-off, as Podman makes the directory", r.ExitCode, r.Logs)
 				}
-				e.waiter(t, r.ID)
+				// The waiter may be gone already (WAIT_SECONDS=0): wait for
+				// what it leaves, not for the waiter itself.
+				waitDone(t, e, r.ID, 30*time.Second)
 				if _, err := os.Stat(file); err != nil {
 					t.Errorf("the result file in the directory Podman made: %v", err)
 				}
