@@ -247,8 +247,34 @@ func TestPause(t *testing.T) {
 	if err := Pause(ctx, 3); err == nil || err.Error() != "the action ended" {
 		t.Errorf("Pause(cancelled) = %v, want the context's cause", err)
 	}
-	if err := Pause(context.Background(), 0); err != nil {
-		t.Errorf("Pause(0) = %v", err)
+	began := time.Now()
+	if err := Pause(context.Background(), 1); err != nil || time.Since(began) < 100*time.Millisecond {
+		t.Errorf("Pause(1) = %v after %v; want nil after 100 ms at least", err, time.Since(began))
+	}
+}
+
+// TestNewWaits: a call sent again waits first, 50 ms at least: a busy
+// engine is not asked again in a loop.
+func TestNewWaits(t *testing.T) {
+	var at []time.Time
+	sock := serve(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if at = append(at, time.Now()); len(at) == 1 {
+			w.WriteHeader(429)
+		}
+	})
+	c := New(UnixTransport(sock, false), Bounds{WaitForEngine: -1}, func(r *http.Response) Answer {
+		if r.StatusCode == 429 {
+			return Busy
+		}
+		return Final
+	})
+	resp, err := c.Get("http://engine/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(at) != 2 || at[1].Sub(at[0]) < 50*time.Millisecond {
+		t.Errorf("attempts at %v; want two, 50 ms apart at least", at)
 	}
 }
 
