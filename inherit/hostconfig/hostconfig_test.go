@@ -82,15 +82,6 @@ func caseNames(t *testing.T) []string {
 	return golden.Cases(t, caseDir, requiredCases...)
 }
 
-func marshal(t *testing.T, out Output) []byte {
-	t.Helper()
-	js, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(js, '\n')
-}
-
 // TestPlan compares each recorded case's plan with its golden file, and
 // checks what matters about it in checks.
 func TestPlan(t *testing.T) {
@@ -98,7 +89,7 @@ func TestPlan(t *testing.T) {
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			out := Plan(readCase(t, name).input(t))
-			got := marshal(t, out)
+			got := golden.JSON(t, out)
 			golden.Check(t, name, got)
 			check, ok := checks[name]
 			if !ok {

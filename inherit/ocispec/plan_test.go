@@ -93,15 +93,6 @@ func caseNames(t *testing.T) []string {
 	return golden.Cases(t, caseDir, requiredCases...)
 }
 
-func indent(t *testing.T, v any) []byte {
-	t.Helper()
-	js, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(js, '\n')
-}
-
 // TestPlan compares each recorded case's plan with its golden file, and
 // checks what matters about it in checks.
 func TestPlan(t *testing.T) {
@@ -117,7 +108,7 @@ func TestPlan(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Plan: %v", err)
 			}
-			got := indent(t, out)
+			got := golden.JSON(t, out)
 			golden.Check(t, name, got)
 			carried(t, in.Spec, out)
 			check, ok := checks[name]
@@ -246,7 +237,7 @@ func destinations(s Spec) []string {
 // a line diff.
 func is[T any](t *testing.T, what string, got, want T) {
 	t.Helper()
-	g, w := indent(t, got), indent(t, want)
+	g, w := golden.JSON(t, got), golden.JSON(t, want)
 	if !bytes.Equal(g, w) {
 		t.Errorf("%s differs (-want +got):\n%s", what, linediff.Text(string(w), string(g)))
 	}
@@ -612,7 +603,7 @@ func TestPlanErrors(t *testing.T) {
 			tc.edit(&in)
 			out, err := Plan(in)
 			if err == nil {
-				t.Fatalf("Plan = %s, want error %q", indent(t, out), tc.want)
+				t.Fatalf("Plan = %s, want error %q", golden.JSON(t, out), tc.want)
 			}
 			is(t, "error", err.Error(), tc.want)
 		})
@@ -624,11 +615,11 @@ func TestPlanLeavesInput(t *testing.T) {
 	for _, name := range requiredCases {
 		in := readCase(t, name).input(t)
 		in.WithholdSources = []string{"/run"}
-		before := indent(t, in)
+		before := golden.JSON(t, in)
 		if _, err := Plan(in); err != nil {
 			t.Fatal(err)
 		}
-		is(t, name+" input after Plan", string(indent(t, in)), string(before))
+		is(t, name+" input after Plan", string(golden.JSON(t, in)), string(before))
 	}
 }
 

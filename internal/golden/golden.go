@@ -5,6 +5,7 @@ package golden
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -35,6 +36,16 @@ func Cases(t *testing.T, dir string, required ...string) []string {
 		}
 	}
 	return names
+}
+
+// JSON is v as a golden file holds it: indented JSON, ending in a newline.
+func JSON(t *testing.T, v any) []byte {
+	t.Helper()
+	js, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(js, '\n')
 }
 
 // Check compares got, what the test made of case name, with its golden
