@@ -54,15 +54,17 @@ func Address(variable, value, fallback, expected string, bare bool) (string, err
 }
 
 // UnixTransport dials socket whatever a request's URL says, never through
-// a proxy; h2c speaks HTTP/2 without TLS ("prior knowledge", as gRPC
-// does), else HTTP/1.1.
+// a proxy, asks for no compression, and closes a connection left idle
+// 30 s; h2c speaks HTTP/2 without TLS ("prior knowledge", as gRPC does),
+// else HTTP/1.1.
 func UnixTransport(socket string, h2c bool) *http.Transport {
 	d := net.Dialer{Timeout: 5 * time.Second}
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, "unix", socket)
+	}
 	t := &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", socket)
-		},
+		Proxy:                 nil,
+		DialContext:           dial,
 		MaxIdleConns:          4,
 		IdleConnTimeout:       30 * time.Second,
 		ResponseHeaderTimeout: 0, // waits and pulls answer late; contexts bound them
@@ -171,13 +173,11 @@ func policy(waitForEngine time.Duration, rule Rule) retryablehttp.CheckRetry {
 		if a == nil {
 			a = &Attempts{started: time.Now()}
 		}
-		answer := Final
-		switch {
-		case err != nil && EngineNotUp(err):
+		if err != nil && EngineNotUp(err) {
 			return time.Since(a.started) < waitForEngine, nil
-		case err != nil:
-			answer = MayHaveActed
-		default:
+		}
+		answer := MayHaveActed // the connection broke: the request may have reached it
+		if err == nil {
 			answer = rule(resp)
 		}
 		if answer == MayHaveActed {

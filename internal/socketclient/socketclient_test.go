@@ -172,11 +172,22 @@ func serve(t *testing.T, h2c bool, h http.HandlerFunc) string {
 }
 
 // TestUnixTransport: the transport dials its socket whatever the URL
-// names, in the protocol asked for.
+// names, in the protocol asked for, asks for no compression, and closes
+// a connection left idle 30 s.
 func TestUnixTransport(t *testing.T) {
+	t.Setenv("HTTP_PROXY", "http://proxy.invalid:3128")
 	for _, h2c := range []bool{false, true} {
-		sock := serve(t, h2c, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(r.Proto)) })
-		resp, err := (&http.Client{Transport: UnixTransport(sock, h2c)}).Get("http://elsewhere.example/x")
+		sock := serve(t, h2c, func(w http.ResponseWriter, r *http.Request) {
+			if ae := r.Header.Get("Accept-Encoding"); ae != "" {
+				t.Errorf("h2c %v: Accept-Encoding %q sent, want none", h2c, ae)
+			}
+			w.Write([]byte(r.Proto))
+		})
+		tr := UnixTransport(sock, h2c)
+		if tr.IdleConnTimeout != 30*time.Second {
+			t.Errorf("h2c %v: idle connections closed after %v, want 30s", h2c, tr.IdleConnTimeout)
+		}
+		resp, err := (&http.Client{Transport: tr}).Get("http://elsewhere.example/x")
 		if err != nil {
 			t.Fatalf("h2c %v: %v", h2c, err)
 		}
