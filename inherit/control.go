@@ -8,7 +8,9 @@ const Prefix = "WAITDAEMON_"
 
 // Var is a control variable that templates know by a plain name, with a
 // namespaced alias. When the alias is set, the plain name belongs to the
-// user and passes through to the user container.
+// user and passes through to the user container. An alias is set when it
+// has a value other than spaces: an empty one is none, as for every
+// variable waitdaemon reads.
 type Var struct {
 	Plain string
 	Alias string
@@ -40,7 +42,7 @@ func Control(env []string) map[string]bool {
 		}
 	}
 	for _, v := range []Var{Image, WaitSeconds} {
-		if !out[v.Alias] {
+		if !lookup(env, v.Alias) {
 			out[v.Plain] = true
 		}
 	}
@@ -49,7 +51,7 @@ func Control(env []string) map[string]bool {
 
 func lookup(env []string, name string) bool {
 	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); k == name {
+		if k, v, _ := strings.Cut(kv, "="); k == name && strings.TrimSpace(v) != "" {
 			return true
 		}
 	}

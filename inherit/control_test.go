@@ -25,10 +25,17 @@ func TestControl(t *testing.T) {
 			"IMAGE", "WAITDAEMON_WAIT_SECONDS",
 		},
 		{
-			// An alias set empty, or named without a value, still counts.
-			[]string{"WAITDAEMON_IMAGE=", "WAITDAEMON_WAIT_SECONDS"},
-			[]string{"WAITDAEMON_IMAGE", "WAITDAEMON_WAIT_SECONDS"},
-			"WAITDAEMON_IMAGE", "WAITDAEMON_WAIT_SECONDS",
+			// An alias set empty, to spaces, or named without a value is
+			// none: the plain names stay waitdaemon's, as phase 1 reads
+			// them.
+			[]string{"WAITDAEMON_IMAGE=", "WAITDAEMON_WAIT_SECONDS", "IMAGE=a", "WAIT_SECONDS=3"},
+			[]string{"IMAGE", "WAITDAEMON_IMAGE", "WAITDAEMON_WAIT_SECONDS", "WAIT_SECONDS"},
+			"IMAGE", "WAIT_SECONDS",
+		},
+		{
+			[]string{"WAITDAEMON_IMAGE=  ", "WAITDAEMON_WAIT_SECONDS= 7 ", "IMAGE=a", "WAIT_SECONDS=mine"},
+			[]string{"IMAGE", "WAITDAEMON_IMAGE", "WAITDAEMON_WAIT_SECONDS"},
+			"IMAGE", "WAITDAEMON_WAIT_SECONDS",
 		},
 		{[]string{"WAITDAEMON_IMAGEX=a", "XWAITDAEMON_Y=1"}, []string{"IMAGE", "WAITDAEMON_IMAGEX", "WAIT_SECONDS"}, "IMAGE", "WAIT_SECONDS"},
 	}

@@ -563,6 +563,8 @@ func TestPlanEnvControl(t *testing.T) {
 			[]string{"DOCKER_HOST=unix:///x.sock", "DOCKER_CONFIG=/cfg", "A=1"}},
 		{[]string{"WAITDAEMON_IMAGE=a", "IMAGE=mine", "WAITDAEMON_WAIT_SECONDS=3", "WAIT_SECONDS=also"}, []string{"IMAGE=mine", "WAIT_SECONDS=also"}},
 		{[]string{"WAITDAEMON_IMAGE=a", "IMAGE=mine", "WAIT_SECONDS=3"}, []string{"IMAGE=mine"}},
+		// An alias set empty is none: the plain names stay waitdaemon's.
+		{[]string{"WAITDAEMON_IMAGE=", "IMAGE=a", "WAITDAEMON_WAIT_SECONDS= ", "WAIT_SECONDS=3", "A=1"}, []string{"A=1"}},
 	}
 	for _, tc := range cases {
 		c := dockerapi.Container{Config: dockerapi.Config{Env: tc.env}}
@@ -594,8 +596,8 @@ func FuzzPlan(f *testing.F) {
 		}
 		set := func(name string) bool {
 			return slices.ContainsFunc(c.Config.Env, func(kv string) bool {
-				k, _, _ := strings.Cut(kv, "=")
-				return k == name
+				k, v, _ := strings.Cut(kv, "=")
+				return k == name && strings.TrimSpace(v) != ""
 			})
 		}
 		for _, version := range []string{"1.41", "1.44"} {

@@ -346,6 +346,7 @@ func TestPlanEnv(t *testing.T) {
 		{"the action's replace the user image's in place", []string{path, "HOME=/data", "A=1"}, []string{path}, []string{"HOME=/root", "PATH=/bin"}, []string{"HOME=/data", "PATH=/bin", "A=1"}},
 		{"a PATH the operator set stays", []string{"PATH=/custom", "A=1"}, []string{path}, []string{"PATH=/bin"}, []string{"PATH=/custom", "A=1"}},
 		{"with the aliases set, the plain names are the user's", []string{path, "WAITDAEMON_IMAGE=a", "IMAGE=mine", "WAITDAEMON_WAIT_SECONDS=1", "WAIT_SECONDS=also"}, []string{path}, nil, []string{path, "IMAGE=mine", "WAIT_SECONDS=also"}},
+		{"an alias set empty is none: the plain names stay waitdaemon's", []string{path, "WAITDAEMON_IMAGE=", "IMAGE=a", "WAITDAEMON_WAIT_SECONDS= ", "WAIT_SECONDS=3", "A=1"}, []string{path}, nil, []string{path, "A=1"}},
 		{"a user image without Env gets containerd's PATH", []string{path, "A=1"}, []string{path}, nil, []string{path, "A=1"}},
 		{"an action image without Env gave containerd's PATH", []string{path, "A=1"}, nil, []string{"PATH=/bin"}, []string{"PATH=/bin", "A=1"}},
 		{"the image's other entries go when unchanged", []string{path, "LANG=C", "TZ=UTC"}, []string{path, "LANG=C", "TZ=Europe/Paris"}, []string{"PATH=/bin"}, []string{"PATH=/bin", "TZ=UTC"}},
@@ -654,8 +655,8 @@ func FuzzPlan(f *testing.F) {
 		}
 		set := func(name string) bool {
 			return slices.ContainsFunc(s.Process.Env, func(kv string) bool {
-				k, _, _ := strings.Cut(kv, "=")
-				return k == name
+				k, v, _ := strings.Cut(kv, "=")
+				return k == name && strings.TrimSpace(v) != ""
 			})
 		}
 		out, err := Plan(Input{
