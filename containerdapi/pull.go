@@ -221,22 +221,21 @@ func (c *Client) Pull(ctx context.Context, req PullRequest) error {
 		}()
 		ctx = WithLease(ctx, id)
 	}
-	for try := 1; ; try++ {
+	for try := 0; ; try++ {
 		err := c.transfer(ctx, req, platform, snapshotter)
 		if err == nil {
 			return nil
 		}
-		if try > socketclient.MaxRetries || !brokenOff(err) || ctx.Err() != nil {
+		if try == socketclient.MaxRetries || !brokenOff(err) || ctx.Err() != nil {
 			return fmt.Errorf("pulling image %s: %w", req.Ref, err)
 		}
 		// The pull broke off (a lost connection, a daemon restarting): its
 		// side streams went with it, and the daemon forgets a stream once
-		// its transfer ends, so the pull starts again from new ones. What
-		// the daemon fetched stays in its content store.
-		select {
-		case <-ctx.Done():
+		// its transfer ends, so the pull starts again from new ones, after
+		// the pause of any call sent again. What the daemon fetched stays
+		// in its content store.
+		if socketclient.Pause(ctx, try) != nil {
 			return fmt.Errorf("pulling image %s: %w", req.Ref, err)
-		case <-time.After(time.Duration(try) * 250 * time.Millisecond):
 		}
 	}
 }
@@ -291,9 +290,10 @@ func (c *Client) transfer(ctx context.Context, req PullRequest, platform Platfor
 	if progressDone != nil {
 		// The daemon ends the progress stream once the transfer is done:
 		// wait for its last events, a little.
+		lastEvents := time.After(2 * time.Second)
 		select {
 		case <-progressDone:
-		case <-time.After(2 * time.Second):
+		case <-lastEvents:
 		}
 	}
 	return nil

@@ -168,6 +168,7 @@ func TestPullStartsAgain(t *testing.T) {
 			var mu sync.Mutex
 			ended := map[string]bool{} // progress streams of transfers that ended
 			var streams []string
+			var sent []time.Time
 			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
 				switch r.URL.Path[1:] {
 				case "containerd.services.streaming.v1.Streaming/Stream":
@@ -187,6 +188,7 @@ func TestPullStartsAgain(t *testing.T) {
 					progress := fields(t, []byte(fields(t, msg)[3]))[1]
 					mu.Lock()
 					streams = append(streams, progress)
+					sent = append(sent, time.Now())
 					n, forgotten := len(streams), ended[progress]
 					ended[progress] = true
 					mu.Unlock()
@@ -213,6 +215,12 @@ func TestPullStartsAgain(t *testing.T) {
 			}
 			if len(streams) == 2 && streams[0] == streams[1] {
 				t.Errorf("the pull started again with the progress stream %q of the broken one", streams[0])
+			}
+			// It starts again after the clients' pause: 50 ms, doubling.
+			for n := 1; n < len(sent); n++ {
+				if gap := sent[n].Sub(sent[n-1]); gap < time.Duration(n)*50*time.Millisecond {
+					t.Errorf("started again for the %d. time %v after the last, want %v at least", n, gap, time.Duration(n)*50*time.Millisecond)
+				}
 			}
 		})
 	}
