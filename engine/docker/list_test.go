@@ -276,3 +276,38 @@ func TestCreateConnects(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepAgain: a Keep whose rename the daemon refuses keeps the
+// container when it already has the name (a Keep called again), and
+// fails with the daemon's refusal when it has another, or cannot be read.
+func TestKeepAgain(t *testing.T) {
+	cases := []struct {
+		name    string
+		inspect string // the container's inspect; "" for none
+		want    string
+	}{
+		{name: "named so already", inspect: `{"Id":"c1","Name":"/kept-name"}`, want: "kept-name <nil>"},
+		{name: "named otherwise", inspect: `{"Id":"c1","Name":"/act-waitdaemon-user"}`, want: ` renaming container "c1" to "kept-name": 409 name in use`},
+		{name: "gone", want: ` renaming container "c1" to "kept-name": 409 name in use`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := fakeDocker(t, map[string]http.HandlerFunc{
+				"/containers/c1/rename": func(w http.ResponseWriter, r *http.Request) {
+					refuse(w, http.StatusConflict, "name in use")
+				},
+				"/containers/c1/json": func(w http.ResponseWriter, r *http.Request) {
+					if tc.inspect == "" {
+						refuse(w, http.StatusNotFound, "No such container: c1")
+						return
+					}
+					fmt.Fprint(w, tc.inspect)
+				},
+			})
+			name, err := e.Keep(context.Background(), engine.Container{ID: "c1", Name: "act-waitdaemon-user"}, "kept-name")
+			if got := name + " " + errText(err); got != tc.want {
+				t.Errorf("Keep = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
