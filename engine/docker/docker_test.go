@@ -436,12 +436,14 @@ func TestToldFails(t *testing.T) {
 				handlers["/containers/waiter/archive"] = func(w http.ResponseWriter, r *http.Request) { tc.archive(w) }
 			}
 			e := fakeDocker(t, handlers)
-			ctx := context.Background()
-			if tc.timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
-				defer cancel()
+			// Bounded even where no end is wanted: a follow that never
+			// ends fails here, not at the test binary's timeout.
+			timeout := tc.timeout
+			if timeout == 0 {
+				timeout = 10 * time.Second
 			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
 			var out bytes.Buffer
 			err := e.told(ctx, "waiter", &out)
 			if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
