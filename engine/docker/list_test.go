@@ -311,3 +311,84 @@ func TestKeepAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateAgain: a Create the daemon refuses because the name is taken
+// adopts the container of that name when it has the planned image and
+// every planned label (a Create called again), and connects what is not
+// connected yet, a network it is in already counting as connected;
+// otherwise it fails with the daemon's refusal.
+func TestCreateAgain(t *testing.T) {
+	labels := map[string]string{"org.waitdaemon.action": "act", "org.waitdaemon.role": "user"}
+	cases := []struct {
+		name    string
+		inspect string // the named container's inspect; "" for none
+		wantID  string
+		wantErr string
+	}{
+		{name: "the same spec's, with a label more", inspect: `{"Id":"there","Config":{"Image":"reboot:1","Labels":{"org.waitdaemon.action":"act","org.waitdaemon.role":"user","x":"y"}}}`, wantID: "there"},
+		{name: "another image", inspect: `{"Id":"there","Config":{"Image":"other:1","Labels":{"org.waitdaemon.action":"act","org.waitdaemon.role":"user"}}}`, wantErr: "409 name taken"},
+		{name: "a label that differs", inspect: `{"Id":"there","Config":{"Image":"reboot:1","Labels":{"org.waitdaemon.action":"other","org.waitdaemon.role":"user"}}}`, wantErr: "409 name taken"},
+		{name: "a label missing", inspect: `{"Id":"there","Config":{"Image":"reboot:1","Labels":{"org.waitdaemon.role":"user"}}}`, wantErr: "409 name taken"},
+		{name: "gone since", wantErr: "409 name taken"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			connected := 0
+			e := fakeDocker(t, map[string]http.HandlerFunc{
+				"/containers/create": func(w http.ResponseWriter, r *http.Request) {
+					refuse(w, http.StatusConflict, "name taken")
+				},
+				"/containers/act-waitdaemon-user/json": func(w http.ResponseWriter, r *http.Request) {
+					if tc.inspect == "" {
+						refuse(w, http.StatusNotFound, "No such container: act-waitdaemon-user")
+						return
+					}
+					fmt.Fprint(w, tc.inspect)
+				},
+				"/networks/{net}/connect": func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					connected++
+					mu.Unlock()
+					if r.PathValue("net") == "back" {
+						refuse(w, http.StatusForbidden, "endpoint with name act-waitdaemon-user already exists in network back")
+						return
+					}
+					w.WriteHeader(http.StatusOK)
+				},
+			})
+			spec := engine.Spec{Name: "act-waitdaemon-user", Create: &planned{
+				CreateRequest: dockerapi.CreateRequest{Config: dockerapi.Config{Image: "reboot:1", Labels: labels}},
+				connect:       map[string]dockerapi.EndpointSettings{"back": {}, "front": {}},
+			}}
+			id, err := e.Create(context.Background(), spec)
+			if id != tc.wantID || (tc.wantErr == "") != (err == nil) || err != nil && !strings.Contains(errText(err), tc.wantErr) {
+				t.Errorf("Create() = %q, %v; want %q, error %q", id, errText(err), tc.wantID, tc.wantErr)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if want := map[bool]int{true: 2, false: 0}[tc.wantID != ""]; connected != want {
+				t.Errorf("%d connects, want %d", connected, want)
+			}
+		})
+	}
+
+	t.Run("a fresh container already in a network is an error", func(t *testing.T) {
+		e := fakeDocker(t, map[string]http.HandlerFunc{
+			"/containers/create": func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusCreated)
+				fmt.Fprint(w, `{"Id":"c1"}`)
+			},
+			"/networks/{net}/connect": func(w http.ResponseWriter, r *http.Request) {
+				refuse(w, http.StatusForbidden, "endpoint with name act-waitdaemon-user already exists in network back")
+			},
+		})
+		spec := engine.Spec{Name: "act-waitdaemon-user", Create: &planned{
+			CreateRequest: dockerapi.CreateRequest{Config: dockerapi.Config{Image: "reboot:1"}},
+			connect:       map[string]dockerapi.EndpointSettings{"back": {}},
+		}}
+		if id, err := e.Create(context.Background(), spec); id != "c1" || err == nil || !strings.Contains(err.Error(), "already exists") {
+			t.Errorf("Create() = %q, %v; want c1 and the daemon's refusal", id, err)
+		}
+	})
+}

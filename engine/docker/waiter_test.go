@@ -70,7 +70,11 @@ func TestWaitRun(t *testing.T) {
 					s.running, s.code, s.started.Format(time.RFC3339Nano))
 			})
 			c := &dockerapi.Client{Socket: rr.Serve(t, mux)}
-			ctr, code, err := waitRun(context.Background(), c, "u", started)
+			// Bounded: a wait that asks on and on fails here, not at the
+			// test binary's timeout.
+			ctx, cancel := context.WithTimeout(context.Background(), 4*staleWaits*staleWaitPause)
+			defer cancel()
+			ctr, code, err := waitRun(ctx, c, "u", started)
 			if err != nil {
 				t.Fatal(err)
 			}
