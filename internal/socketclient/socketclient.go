@@ -58,7 +58,10 @@ func Address(variable, value, fallback, expected string, bare bool) (string, err
 // 30 s; h2c speaks HTTP/2 without TLS ("prior knowledge", as gRPC does),
 // else HTTP/1.1.
 func UnixTransport(socket string, h2c bool) *http.Transport {
-	d := net.Dialer{Timeout: 5 * time.Second}
+	// No dial timeout: a unix socket's connect never waits (Go's
+	// non-blocking connect answers at once, connected, refused or
+	// EAGAIN); the call's context bounds the rest.
+	var d net.Dialer
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return d.DialContext(ctx, "unix", socket)
 	}
