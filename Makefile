@@ -122,7 +122,7 @@ fuzz:
 # own): each package with unit tests, by its unit tests alone (never e2e),
 # then a table of killed, lived, not covered and timed-out mutants, the
 # efficacy raw and with docs/mutants.md's equivalents counted as killed,
-# and the coverage. About an hour with 2 workers. -count=1: gremlins
+# and the coverage. About 45 minutes on 2 cores. -count=1: gremlins
 # times the package's tests once, uncached, and gives each mutant 60 times
 # that; a cached run would time out every mutant whose build takes longer.
 MUTATE_PKGS ?= phase inherit selfid imageref dockerapi engine/containerd engine/docker containerdapi internal/socketclient internal/redact
