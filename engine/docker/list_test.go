@@ -277,6 +277,18 @@ func TestCreateConnects(t *testing.T) {
 	}
 }
 
+// inspectOrGone answers a container's inspect with body, or as the daemon
+// answers for a container it does not have when body is "".
+func inspectOrGone(id, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if body == "" {
+			refuse(w, http.StatusNotFound, "No such container: "+id)
+			return
+		}
+		fmt.Fprint(w, body)
+	}
+}
+
 // TestKeepAgain: a Keep whose rename the daemon refuses keeps the
 // container when it already has the name (a Keep called again), and
 // fails with the daemon's refusal when it has another, or cannot be read.
@@ -296,13 +308,7 @@ func TestKeepAgain(t *testing.T) {
 				"/containers/c1/rename": func(w http.ResponseWriter, r *http.Request) {
 					refuse(w, http.StatusConflict, "name in use")
 				},
-				"/containers/c1/json": func(w http.ResponseWriter, r *http.Request) {
-					if tc.inspect == "" {
-						refuse(w, http.StatusNotFound, "No such container: c1")
-						return
-					}
-					fmt.Fprint(w, tc.inspect)
-				},
+				"/containers/c1/json": inspectOrGone("c1", tc.inspect),
 			})
 			name, err := e.Keep(context.Background(), engine.Container{ID: "c1", Name: "act-waitdaemon-user"}, "kept-name")
 			if got := name + " " + errText(err); got != tc.want {
@@ -339,13 +345,7 @@ func TestCreateAgain(t *testing.T) {
 				"/containers/create": func(w http.ResponseWriter, r *http.Request) {
 					refuse(w, http.StatusConflict, "name taken")
 				},
-				"/containers/act-waitdaemon-user/json": func(w http.ResponseWriter, r *http.Request) {
-					if tc.inspect == "" {
-						refuse(w, http.StatusNotFound, "No such container: act-waitdaemon-user")
-						return
-					}
-					fmt.Fprint(w, tc.inspect)
-				},
+				"/containers/act-waitdaemon-user/json": inspectOrGone("act-waitdaemon-user", tc.inspect),
 				"/networks/{net}/connect": func(w http.ResponseWriter, r *http.Request) {
 					mu.Lock()
 					connected++
