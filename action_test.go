@@ -26,10 +26,10 @@ func TestWaiterCommandLine(t *testing.T) {
 	}{
 		{
 			name: "every setting",
-			env: []string{"IMAGE=reboot:1", "WAIT_SECONDS=7", "WAITDAEMON_RETRIES=2", "WAITDAEMON_LOG_TAIL=5",
+			env: []string{"IMAGE=reboot:1", "WAIT_SECONDS=7", "WAITDAEMON_RETRIES=2", "WAITDAEMON_LOG_TAIL=5", "WAITDAEMON_DOWN_WITHIN=9",
 				`WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`, "WAITDAEMON_RESULT_FILE=/var/lib/w/result.json"},
 			want: phase.WaiterArgs{
-				UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 7, Retries: 2, LogTail: 5,
+				UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 7, Retries: 2, DownWithin: 9, LogTail: 5,
 				FallbackContainer: "act-waitdaemon-fallback", ResultFile: phase.ResultDir + "/result.json",
 			},
 		},

@@ -53,6 +53,7 @@ type WaiterArgs struct {
 	ActionName        string `help:"The action container's name, for the result."`
 	WaitSeconds       int    `required:"" help:"Seconds to wait after the action container exits."`
 	Retries           int    `help:"Re-runs of a user container that exits non-zero."`
+	DownWithin        int    `help:"Seconds within which the machine must go down after a run exits 0; 0: no such wait."`
 	LogTail           int    `required:"" help:"Lines of output kept in the result."`
 	FallbackContainer string `help:"A container to start once when the user container and its retries failed."`
 	ResultFile        string `help:"Where to write the result, inside the waiter."`
@@ -67,6 +68,9 @@ func (w WaiterArgs) Args() []string {
 		"--wait-seconds=" + strconv.Itoa(w.WaitSeconds),
 		"--retries=" + strconv.Itoa(w.Retries),
 		"--log-tail=" + strconv.Itoa(w.LogTail),
+	}
+	if w.DownWithin > 0 {
+		args = append(args, "--down-within="+strconv.Itoa(w.DownWithin))
 	}
 	if w.FallbackContainer != "" {
 		args = append(args, "--fallback-container="+w.FallbackContainer)
@@ -94,10 +98,15 @@ type waited struct {
 // result is what became of the user container: the waiter's last JSON
 // line, and the result file.
 type result struct {
-	Action   string    `json:"action"`
+	Action string `json:"action"`
+	// State is stateRunning in what the waiter writes before each run
+	// (the run under way is the one not Ended, and ExitCode is -1),
+	// stateDone in the result.
+	State    string    `json:"state,omitempty"`
 	Image    string    `json:"image"`
 	Command  []string  `json:"command"`
 	ExitCode int       `json:"exit_code"`
+	Note     string    `json:"note,omitempty"` // the last attempt's
 	Attempts []attempt `json:"attempts"`
 	Fallback *attempt  `json:"fallback,omitempty"`
 	// ActionExitCode is the action's, when it failed: then NotStarted
@@ -105,7 +114,14 @@ type result struct {
 	ActionExitCode *int   `json:"action_exit_code,omitempty"`
 	NotStarted     string `json:"not_started,omitempty"`
 	BootID         string `json:"boot_id,omitempty"`
+	WrittenAt      string `json:"written_at,omitempty"`
 }
+
+// The result's states.
+const (
+	stateRunning = "running" // a run was about to start, and has not ended
+	stateDone    = "done"    // the last run ended, or none will run
+)
 
 // attempt is one run of the user container, or the fallback's.
 type attempt struct {
@@ -118,8 +134,18 @@ type attempt struct {
 	FinishedAt string   `json:"finished_at,omitempty"`
 	LogTail    []string `json:"log_tail"`
 	LogNote    string   `json:"log_note,omitempty"`
-	Kept       bool     `json:"kept"`
+	// Ended is false for the run under way when the file was written:
+	// then ExitCode is -1.
+	Ended bool `json:"ended"`
+	// Note says why a run that exited 0 failed: the machine did not go
+	// down.
+	Note string `json:"note,omitempty"`
+	Kept bool   `json:"kept"`
 }
+
+// failed reports whether the run failed: it exited non-zero, or the
+// machine did not go down after it.
+func (a attempt) failed() bool { return a.ExitCode != 0 || a.Note != "" }
 
 // Options are what both phases get from the command line.
 type Options struct {

@@ -136,6 +136,7 @@ func newHandoff(eng engine.Engine, self engine.Self, s Settings, verbose bool) *
 		ActionName:      self.Name,
 		WaitSeconds:     s.Wait,
 		Retries:         s.Retries,
+		DownWithin:      s.DownWithin,
 		LogTail:         s.LogTail,
 	}
 	if h.Fallback != nil {

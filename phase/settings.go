@@ -21,6 +21,7 @@ const (
 	DefaultLogTail     = 20
 	MaxLogTail         = 1000
 	MaxRetries         = 10
+	MaxDownWithin      = 3600
 )
 
 // Pull policies.
@@ -40,6 +41,7 @@ type Inputs struct {
 	Image, WaitSeconds, Container, LogTail, ResultFile, Retries string
 	FallbackCommand, FallbackImage, PullPolicy                  string
 	RegistryUsername, RegistryPassword, DryRun                  string
+	DownWithin                                                  string
 	// Env is the whole environment they were read from.
 	Env []string
 }
@@ -77,6 +79,7 @@ var Variables = []Variable{
 	{Name: "WAITDAEMON_RETRIES", Help: fmt.Sprintf("re-runs of a user container that exits non-zero, 0 to %d (default 0)", MaxRetries), Example: "2", field: func(in *Inputs) *string { return &in.Retries }},
 	{Name: "WAITDAEMON_FALLBACK_COMMAND", Help: "JSON array run once when the user container and its retries failed", Example: `["reboot","-f"]`, field: func(in *Inputs) *string { return &in.FallbackCommand }},
 	{Name: "WAITDAEMON_FALLBACK_IMAGE", Help: "the fallback's image (default IMAGE)", Example: "busybox:1.36", field: func(in *Inputs) *string { return &in.FallbackImage }},
+	{Name: "WAITDAEMON_DOWN_WITHIN", Help: fmt.Sprintf("whole seconds, 1 to %d: a run that exits 0 succeeds only if the machine goes down within them; else it is a failed attempt (default unset)", MaxDownWithin), Example: "30", field: func(in *Inputs) *string { return &in.DownWithin }},
 	{Name: "WAITDAEMON_LOG_TAIL", Help: fmt.Sprintf("lines of the user container's output in the result, 0 to %d (default %d)", MaxLogTail, DefaultLogTail), Example: "50", field: func(in *Inputs) *string { return &in.LogTail }},
 	{Name: "WAITDAEMON_RESULT_FILE", Help: "absolute host path where the waiter writes the result as JSON, in a directory of its own (bound into the waiter), like /var/lib/waitdaemon/result.json", Example: "/var/lib/waitdaemon/result.json", field: func(in *Inputs) *string { return &in.ResultFile }},
 	{Name: "WAITDAEMON_PULL_POLICY", Help: "if-not-present (default), always or never, in any case", Example: "always", Keyword: true, field: func(in *Inputs) *string { return &in.PullPolicy }},
@@ -128,6 +131,7 @@ type Settings struct {
 	LogTail         int
 	ResultFile      string
 	Retries         int
+	DownWithin      int           // seconds; 0: unset
 	FallbackCommand []string      // nil: none
 	FallbackImage   *imageref.Ref // nil: no fallback
 	PullPolicy      string
@@ -173,8 +177,8 @@ func (s *Settings) readImage(in Inputs) error {
 	return nil
 }
 
-// readNumbers reads the wait, the log tail, the retries and the result
-// file.
+// readNumbers reads the wait, the log tail, the retries, the time to go
+// down and the result file.
 func (s *Settings) readNumbers(in Inputs) (err error) {
 	if s.Wait, err = wholeNumber(in.WaitSeconds, DefaultWaitSeconds, MaxWaitSeconds, "seconds"); err != nil {
 		return bad(inherit.WaitSeconds.Name(in.Env), in.WaitSeconds, err.Error())
@@ -184,6 +188,9 @@ func (s *Settings) readNumbers(in Inputs) (err error) {
 	}
 	if s.Retries, err = wholeNumber(in.Retries, 0, MaxRetries, "re-runs"); err != nil {
 		return bad("WAITDAEMON_RETRIES", in.Retries, err.Error())
+	}
+	if s.DownWithin, err = wholeNumber(in.DownWithin, 0, MaxDownWithin, "seconds"); err != nil || (s.DownWithin == 0 && strings.TrimSpace(in.DownWithin) != "") {
+		return bad("WAITDAEMON_DOWN_WITHIN", in.DownWithin, fmt.Sprintf("a whole number of seconds from 1 to %d, like 30", MaxDownWithin))
 	}
 	if s.ResultFile = strings.TrimSpace(in.ResultFile); s.ResultFile != "" {
 		if err := resultFile(s.ResultFile); err != nil {

@@ -81,7 +81,7 @@ func TestUnknownVariables(t *testing.T) {
 		{[]string{"WAITDAEMON_PULLPOLICY=always"}, `did you mean WAITDAEMON_PULL_POLICY?`},
 		{[]string{"WAITDAEMON_RETRIESXYZ=1"}, `did you mean WAITDAEMON_RETRIES?`},
 		{[]string{"WAITDAEMON_RETRIESWXYZ=1"}, `WAITDAEMON_RETRIESWXYZ="1": waitdaemon has no such variable; expected one of`}, // 4 edits: too far
-		{[]string{"WAITDAEMON_COLOUR=blue"}, `WAITDAEMON_COLOUR="blue": waitdaemon has no such variable; expected one of WAITDAEMON_CONTAINER, WAITDAEMON_DRY_RUN,`},
+		{[]string{"WAITDAEMON_COLOUR=blue"}, `WAITDAEMON_COLOUR="blue": waitdaemon has no such variable; expected one of WAITDAEMON_CONTAINER, WAITDAEMON_DOWN_WITHIN, WAITDAEMON_DRY_RUN,`},
 	}
 	for _, tc := range cases {
 		err := unknownVariables(tc.env)
@@ -95,8 +95,8 @@ func TestUnknownVariables(t *testing.T) {
 			t.Errorf("unknownVariables(%q) = %v (exit %d), want %q (exit %d)", tc.env, err, exitCode(err), tc.want, engine.ExitInput)
 		}
 	}
-	if got := Known(); len(got) != 14 || !slices.Contains(got, "WAITDAEMON_VERBOSE") || !slices.Contains(got, "WAITDAEMON_IMAGE") {
-		t.Errorf("Known() = %q, want the 14 of --help", got)
+	if got := Known(); len(got) != 15 || !slices.Contains(got, "WAITDAEMON_VERBOSE") || !slices.Contains(got, "WAITDAEMON_IMAGE") {
+		t.Errorf("Known() = %q, want the 15 of --help", got)
 	}
 }
 

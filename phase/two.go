@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"strings"
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine"
@@ -101,8 +100,7 @@ func (w *waiter) answer(ctx context.Context, msg string, details any) {
 // runUser runs the user container, and again while it fails, up to
 // Retries times, then the fallback once if it still failed.
 func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) {
-	var res result
-	since := ""
+	res, since := result{}, ""
 	for n := 1; ; n++ {
 		if n > 1 && !engine.Sleep(ctx, retryDelay(n)) {
 			return res, ctx.Err()
@@ -111,6 +109,7 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 		if n > 1 {
 			what = "re-running the user container"
 		}
+		w.provisional(res, attempt{Attempt: n, Container: w.UserContainer})
 		a, err := w.run(ctx, w.UserContainer, what, since, func(sent time.Time) {
 			if n == 1 {
 				logEvent(w.o.Stdout, "started user container", waited{
@@ -123,16 +122,19 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 			return res, err
 		}
 		a.Attempt = n
+		if err := w.settle(ctx, &a); err != nil {
+			return res, err
+		}
 		res.Attempts = append(res.Attempts, a)
 		logEvent(w.o.Stdout, "user container exited", a)
-		if a.ExitCode == 0 || n > w.Retries {
+		if !a.failed() || n > w.Retries {
 			break
 		}
 		since = a.FinishedAt // a re-run's output follows the previous run's end
 	}
 	last := res.Attempts[len(res.Attempts)-1]
-	res.ExitCode, res.Image, res.Command = last.ExitCode, last.Image, last.Command
-	if w.FallbackContainer != "" && last.ExitCode != 0 {
+	res.ExitCode, res.Image, res.Command, res.Note = last.ExitCode, last.Image, last.Command, last.Note
+	if w.FallbackContainer != "" && last.failed() {
 		return w.runFallback(ctx, res)
 	}
 	return res, nil
@@ -141,8 +143,12 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 // runFallback runs the fallback once, after the user container's last
 // run failed.
 func (w *waiter) runFallback(ctx context.Context, res result) (result, error) {
+	w.provisional(res, attempt{Container: w.FallbackContainer})
 	fb, err := w.run(ctx, w.FallbackContainer, "starting the fallback", "", nil)
 	if err != nil {
+		return res, err
+	}
+	if err := w.settle(ctx, &fb); err != nil {
 		return res, err
 	}
 	res.Fallback = &fb
@@ -186,7 +192,7 @@ func (w *waiter) run(ctx context.Context, container, what, since string, started
 // labelled, for its logs.
 func (w *waiter) finish(ctx context.Context, res result) error {
 	var remove []string
-	kept := res.ExitCode != 0
+	kept := res.ExitCode != 0 || res.Note != ""
 	if !kept {
 		remove = append(remove, w.UserContainer)
 	}
@@ -194,7 +200,7 @@ func (w *waiter) finish(ctx context.Context, res result) error {
 		res.Attempts[i].Kept = kept
 	}
 	if w.FallbackContainer != "" {
-		fbKept := res.Fallback != nil && res.Fallback.ExitCode != 0
+		fbKept := res.Fallback != nil && res.Fallback.failed()
 		if res.Fallback != nil {
 			res.Fallback.Kept = fbKept
 		}
@@ -209,15 +215,12 @@ func (w *waiter) finish(ctx context.Context, res result) error {
 // report logs the result, the waiter's last line, and writes the result
 // file when one was asked for.
 func (w *waiter) report(res result) error {
-	res.Action = w.ActionName
-	if id, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
-		res.BootID = strings.TrimSpace(string(id))
-	}
+	w.mark(&res, stateDone)
 	logEvent(w.o.Stdout, "result", res)
 	if w.ResultFile == "" {
 		return nil
 	}
-	return writeResult(w.ResultFile, res)
+	return w.store(res)
 }
 
 // actionFailed ends the waiter of an action that exited non-zero: phase 1

@@ -1,0 +1,78 @@
+package phase
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/engine"
+)
+
+// downUnit is a second of WAITDAEMON_DOWN_WITHIN; tests shorten it.
+var downUnit = time.Second
+
+// bootIDFile names the boot the waiter runs in.
+const bootIDFile = "/proc/sys/kernel/random/boot_id"
+
+// bootID is this boot's ID, empty if the kernel does not say.
+func bootID() string {
+	id, err := os.ReadFile(bootIDFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(id))
+}
+
+// mark stamps res, as the waiter writes it, with the action, its state,
+// the boot and the time.
+func (w *waiter) mark(res *result, state string) {
+	res.Action, res.State, res.BootID = w.ActionName, state, bootID()
+	res.WrittenAt = stamp(time.Now())
+	if res.Attempts == nil {
+		res.Attempts = []attempt{}
+	}
+}
+
+// provisional writes, before a run starts, the result so far with that
+// run (next: the next attempt, or the fallback) started and not ended.
+// If the run takes the machine down, the file says which run did, and
+// what came before. A file that cannot be written does not stop the run:
+// the reboot matters more than its record.
+func (w *waiter) provisional(res result, next attempt) {
+	if w.ResultFile == "" {
+		return
+	}
+	next.ExitCode, next.LogTail = -1, []string{}
+	res.Attempts = append(res.Attempts[:len(res.Attempts):len(res.Attempts)], next)
+	if next.Attempt == 0 {
+		res.Attempts = res.Attempts[:len(res.Attempts)-1]
+		res.Fallback = &next
+	}
+	res.ExitCode = -1
+	w.mark(&res, stateRunning)
+	if err := w.store(res); err != nil {
+		logEvent(w.o.Stdout, "could not write the result so far", map[string]string{"error": err.Error()})
+	}
+}
+
+// settle marks a run ended and, with DownWithin, waits that long for the
+// machine to go down after a run that exited 0: a waiter still alive then
+// makes the run a failure. A ctx that ends meanwhile (the machine going
+// down stops the waiter) returns its error.
+func (w *waiter) settle(ctx context.Context, a *attempt) error {
+	a.Ended = true
+	if w.DownWithin == 0 || a.ExitCode != 0 {
+		return nil
+	}
+	logEvent(w.o.Stdout, "waiting for the machine to go down", map[string]any{"container": a.Container, "down_within": w.DownWithin})
+	if !engine.Sleep(ctx, time.Duration(w.DownWithin)*downUnit) {
+		return ctx.Err()
+	}
+	a.Note = fmt.Sprintf("did not go down within %d s", w.DownWithin)
+	return nil
+}
+
+// store writes res to the result file.
+func (w *waiter) store(res result) error { return writeResult(w.ResultFile, res) }
