@@ -152,6 +152,17 @@ type Waiter struct {
 	// Bind, when its Host is set, binds a host directory into the waiter
 	// (the result file's).
 	Bind Bind
+	// Device, when set, is a block device the waiter mounts, in a mount
+	// namespace of its own, for each write of the result: it is given
+	// that device at the same path, and the right to mount (CAP_SYS_ADMIN,
+	// no AppArmor profile that forbids mount), and no other privilege.
+	Device *Device
+}
+
+// Device is a block device, as the action sees it.
+type Device struct {
+	Path         string
+	Major, Minor uint32
 }
 
 // How a waiter reaches its engine: each engine's PlanWaiter sets these in

@@ -56,7 +56,8 @@ type WaiterArgs struct {
 	DownWithin        int    `help:"Seconds within which the machine must go down after a run exits 0; 0: no such wait."`
 	LogTail           int    `required:"" help:"Lines of output kept in the result."`
 	FallbackContainer string `help:"A container to start once when the user container and its retries failed."`
-	ResultFile        string `help:"Where to write the result, inside the waiter."`
+	ResultFile        string `help:"Where to write the result, inside the waiter, or on ResultDevice's file system."`
+	ResultDevice      string `help:"The block device the result file is on, mounted for each write."`
 }
 
 // Args is the waiter's command line for w, from the command's name on.
@@ -77,6 +78,9 @@ func (w WaiterArgs) Args() []string {
 	}
 	if w.ResultFile != "" {
 		args = append(args, "--result-file="+w.ResultFile)
+	}
+	if w.ResultDevice != "" {
+		args = append(args, "--result-device="+w.ResultDevice)
 	}
 	return args
 }

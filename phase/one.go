@@ -48,6 +48,9 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 	if err != nil {
 		return err
 	}
+	if err := s.findResultDevice(); err != nil {
+		return err
+	}
 	if err := eng.Reach(ctx); err != nil {
 		return err
 	}
@@ -88,7 +91,7 @@ func (h *Handoff) handOff(ctx context.Context, eng engine.Engine, s Settings, se
 		return err
 	}
 	if s.ResultFile != "" {
-		if err := h.confirmResultFile(ctx, eng, s.ResultFile); err != nil {
+		if err := h.confirmResultFile(ctx, eng, s); err != nil {
 			return err
 		}
 	}
@@ -108,6 +111,9 @@ func Plan(ctx context.Context, eng engine.Engine, container string, o Options) e
 		return err
 	}
 	s, err := ReadInputs(self.Env).Validate()
+	if err == nil {
+		err = s.findResultDevice()
+	}
 	if err != nil {
 		return fmt.Errorf("container %s as an action: %w", container, err)
 	}
@@ -143,7 +149,11 @@ func newHandoff(eng engine.Engine, self engine.Self, s Settings, verbose bool) *
 		args.FallbackContainer = h.Fallback.Name
 	}
 	want := engine.Waiter{Name: h.Waiter.Name, Labels: labels(RoleWaiter, self.Name, self.ID)}
-	if s.ResultFile != "" {
+	switch {
+	case s.ResultDevice != "":
+		want.Device = &s.device
+		args.ResultFile, args.ResultDevice = s.ResultFile, s.ResultDevice
+	case s.ResultFile != "":
 		want.Bind = engine.Bind{Host: path.Dir(s.ResultFile), Container: ResultDir}
 		args.ResultFile = path.Join(ResultDir, path.Base(s.ResultFile))
 	}
@@ -286,7 +296,11 @@ func (h *Handoff) createWaiter(ctx context.Context, eng engine.Engine, resultFil
 
 // confirmResultFile waits for the waiter to say whether it can write the
 // result file on the host, which only it can see.
-func (h *Handoff) confirmResultFile(ctx context.Context, eng engine.Engine, file string) error {
+func (h *Handoff) confirmResultFile(ctx context.Context, eng engine.Engine, s Settings) error {
+	file, where := s.ResultFile, "on the host"
+	if s.ResultDevice != "" {
+		where = "on WAITDAEMON_RESULT_DEVICE=" + s.ResultDevice
+	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	var answer struct{ Msg, Error string }
@@ -302,7 +316,7 @@ func (h *Handoff) confirmResultFile(ctx context.Context, eng engine.Engine, file
 	case answer.Msg == msgResultWritable:
 		return nil
 	case answer.Msg == msgResultUnwritable:
-		return bad("WAITDAEMON_RESULT_FILE", file, "a file the waiter can write on the host ("+answer.Error+")")
+		return bad("WAITDAEMON_RESULT_FILE", file, "a file the waiter can write "+where+" ("+answer.Error+")")
 	case err == nil:
 		err = errors.New("it ended without a word")
 	}

@@ -74,5 +74,19 @@ func (w *waiter) settle(ctx context.Context, a *attempt) error {
 	return nil
 }
 
-// store writes res to the result file.
-func (w *waiter) store(res result) error { return writeResult(w.ResultFile, res) }
+// store writes res to the result file, on its device when it has one.
+func (w *waiter) store(res result) error {
+	if w.ResultDevice == "" {
+		return writeResult(w.ResultFile, res)
+	}
+	return w.onResultDevice(func(file string) error { return writeResult(file, res) })
+}
+
+// writable checks that the result file can be written, on its device
+// when it has one.
+func (w *waiter) writable() error {
+	if w.ResultDevice == "" {
+		return writable(w.ResultFile)
+	}
+	return w.onResultDevice(writable)
+}

@@ -41,7 +41,7 @@ type Inputs struct {
 	Image, WaitSeconds, Container, LogTail, ResultFile, Retries string
 	FallbackCommand, FallbackImage, PullPolicy                  string
 	RegistryUsername, RegistryPassword, DryRun                  string
-	DownWithin                                                  string
+	DownWithin, ResultDevice                                    string
 	// Env is the whole environment they were read from.
 	Env []string
 }
@@ -60,7 +60,8 @@ type Variable struct {
 	Keyword bool
 	// Required: unset or empty is bad input (an alias may stand in).
 	Required bool
-	// With names a variable that is set with this one or not at all.
+	// With names a variable this one needs set too: the registry pair's
+	// each the other, the result device its file.
 	With string
 	// field is the input it sets; nil for those read elsewhere (by the
 	// command line, or by the engine's client).
@@ -82,6 +83,7 @@ var Variables = []Variable{
 	{Name: "WAITDAEMON_DOWN_WITHIN", Help: fmt.Sprintf("whole seconds, 1 to %d: a run that exits 0 succeeds only if the machine goes down within them; else it is a failed attempt (default unset)", MaxDownWithin), Example: "30", field: func(in *Inputs) *string { return &in.DownWithin }},
 	{Name: "WAITDAEMON_LOG_TAIL", Help: fmt.Sprintf("lines of the user container's output in the result, 0 to %d (default %d)", MaxLogTail, DefaultLogTail), Example: "50", field: func(in *Inputs) *string { return &in.LogTail }},
 	{Name: "WAITDAEMON_RESULT_FILE", Help: "absolute host path where the waiter writes the result as JSON, in a directory of its own (bound into the waiter), like /var/lib/waitdaemon/result.json", Example: "/var/lib/waitdaemon/result.json", field: func(in *Inputs) *string { return &in.ResultFile }},
+	{Name: "WAITDAEMON_RESULT_DEVICE", Help: "a block device, like /dev/sda1, that the waiter mounts for each write of the result (its file system's type found as mount(8) finds it); WAITDAEMON_RESULT_FILE is then a path on that file system", Example: "/dev/sda1", With: "WAITDAEMON_RESULT_FILE", field: func(in *Inputs) *string { return &in.ResultDevice }},
 	{Name: "WAITDAEMON_PULL_POLICY", Help: "if-not-present (default), always or never, in any case", Example: "always", Keyword: true, field: func(in *Inputs) *string { return &in.PullPolicy }},
 	{Name: "WAITDAEMON_REGISTRY_USERNAME", Help: "user for the registry named in IMAGE", Example: "robot", With: "WAITDAEMON_REGISTRY_PASSWORD", field: func(in *Inputs) *string { return &in.RegistryUsername }},
 	{Name: "WAITDAEMON_REGISTRY_PASSWORD", Help: "its password (else DOCKER_CONFIG's config.json, default /root/.docker)", Example: "example-Secret-0", With: "WAITDAEMON_REGISTRY_USERNAME", field: func(in *Inputs) *string { return &in.RegistryPassword }},
@@ -126,10 +128,15 @@ func ReadInputs(env []string) Inputs {
 
 // Settings are the validated inputs of phase 1.
 type Settings struct {
-	Image           imageref.Ref
-	Wait            int // seconds
-	LogTail         int
-	ResultFile      string
+	Image      imageref.Ref
+	Wait       int // seconds
+	LogTail    int
+	ResultFile string
+	// ResultDevice is the block device ResultFile is on, as the action
+	// sees it; empty: ResultFile is a host path.
+	ResultDevice string
+	// device is ResultDevice's numbers, once phase 1 has found it.
+	device          engine.Device
 	Retries         int
 	DownWithin      int           // seconds; 0: unset
 	FallbackCommand []string      // nil: none
@@ -192,8 +199,25 @@ func (s *Settings) readNumbers(in Inputs) (err error) {
 	if s.DownWithin, err = wholeNumber(in.DownWithin, 0, MaxDownWithin, "seconds"); err != nil || (s.DownWithin == 0 && strings.TrimSpace(in.DownWithin) != "") {
 		return bad("WAITDAEMON_DOWN_WITHIN", in.DownWithin, fmt.Sprintf("a whole number of seconds from 1 to %d, like 30", MaxDownWithin))
 	}
-	if s.ResultFile = strings.TrimSpace(in.ResultFile); s.ResultFile != "" {
-		if err := resultFile(s.ResultFile); err != nil {
+	return s.readResult(in)
+}
+
+// readResult reads the result file and its device: a host path, or with
+// the device, a path on its file system.
+func (s *Settings) readResult(in Inputs) error {
+	s.ResultFile, s.ResultDevice = strings.TrimSpace(in.ResultFile), strings.TrimSpace(in.ResultDevice)
+	check := resultFile
+	if s.ResultDevice != "" {
+		if err := resultDevice(s.ResultDevice); err != nil {
+			return bad("WAITDAEMON_RESULT_DEVICE", in.ResultDevice, err.Error())
+		}
+		if s.ResultFile == "" {
+			return bad("WAITDAEMON_RESULT_DEVICE", in.ResultDevice, "it with WAITDAEMON_RESULT_FILE, the result file's path on that device's file system, like /var/log/waitdaemon.json")
+		}
+		check = fileOnDevice
+	}
+	if s.ResultFile != "" {
+		if err := check(s.ResultFile); err != nil {
 			return bad("WAITDAEMON_RESULT_FILE", in.ResultFile, err.Error())
 		}
 	}
@@ -299,6 +323,24 @@ func resultFile(p string) error {
 		return errors.New("a path with no ':', which a bind's syntax reads as its separator, like /var/lib/waitdaemon/result.json")
 	case path.Dir(p) == "/":
 		return errors.New("a file in a directory of its own, like /var/lib/waitdaemon/result.json: its directory is bound into the waiter, read-write, and / is the whole host")
+	}
+	return nil
+}
+
+// resultDevice checks a result device's path: a device file under /dev.
+func resultDevice(p string) error {
+	if !strings.HasPrefix(p, "/dev/") || p != path.Clean(p) {
+		return errors.New("a block device under /dev, like /dev/sda1")
+	}
+	return nil
+}
+
+// fileOnDevice checks a result file's path on its device's file system:
+// absolute from that file system's root. Nothing is bound, so any
+// directory does.
+func fileOnDevice(p string) error {
+	if !strings.HasPrefix(p, "/") || p == "/" || strings.HasSuffix(p, "/") || p != path.Clean(p) {
+		return errors.New("an absolute path to a file on WAITDAEMON_RESULT_DEVICE's file system, like /var/log/waitdaemon.json")
 	}
 	return nil
 }

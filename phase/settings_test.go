@@ -95,8 +95,8 @@ func TestUnknownVariables(t *testing.T) {
 			t.Errorf("unknownVariables(%q) = %v (exit %d), want %q (exit %d)", tc.env, err, exitCode(err), tc.want, engine.ExitInput)
 		}
 	}
-	if got := Known(); len(got) != 15 || !slices.Contains(got, "WAITDAEMON_VERBOSE") || !slices.Contains(got, "WAITDAEMON_IMAGE") {
-		t.Errorf("Known() = %q, want the 15 of --help", got)
+	if got := Known(); len(got) != 16 || !slices.Contains(got, "WAITDAEMON_VERBOSE") || !slices.Contains(got, "WAITDAEMON_IMAGE") {
+		t.Errorf("Known() = %q, want the 16 of --help", got)
 	}
 }
 

@@ -72,7 +72,7 @@ func (w *waiter) answerResultFile(ctx context.Context) error {
 	if w.ResultFile == "" {
 		return nil
 	}
-	if err := writable(w.ResultFile); err != nil {
+	if err := w.writable(); err != nil {
 		w.answer(ctx, msgResultUnwritable, map[string]string{"error": err.Error()})
 		engine.Sleep(ctx, unwritableLinger) // until phase 1 has read it and removes this waiter
 		return err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,7 @@ func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 		engine.EnvEngine + "=" + engine.KindContainerd,
 	}, want.Env...)
 	spec := waiterSpec(e.namespace(), id, append([]string{"/waitdaemon"}, want.Args...), env, mounts)
+	mountDevice(&spec, want.Device)
 	return engine.Spec{Name: want.Name, Create: &planned{
 		ID: id, Image: d.ctr.Image, Labels: withName(want.Labels, want.Name),
 		Runtime: containerdapi.RuncV2, Snapshotter: containerdapi.DefaultSnapshotter, SnapshotKey: id,
@@ -70,10 +72,6 @@ var defaultCaps = []string{
 // new network namespace is most of a container start), in the cgroup
 // /<namespace>/<id>. It mounts /proc and a /dev, no /sys, and mounts.
 func waiterSpec(namespace, id string, args, env []string, mounts []ocispec.Mount) ocispec.Spec {
-	raw := func(v any) json.RawMessage {
-		b, _ := json.Marshal(v)
-		return b
-	}
 	caps := raw(defaultCaps)
 	dev := []ocispec.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
@@ -391,4 +389,27 @@ func readFrom(file string, offset int64) (string, error) {
 		return "", err
 	}
 	return string(buf[:n]), nil
+}
+
+// mountDevice gives a waiter's spec the block device d, at the same path,
+// and the right to mount it: CAP_SYS_ADMIN, and the device allowed in its
+// cgroup besides none. The spec has no seccomp filter nor AppArmor
+// profile to forbid mount. It gets no other device or capability.
+func mountDevice(spec *ocispec.Spec, d *engine.Device) {
+	if d == nil {
+		return
+	}
+	caps := raw(append(slices.Clone(defaultCaps), "CAP_SYS_ADMIN"))
+	spec.Process.Rest["capabilities"] = raw(map[string]json.RawMessage{"bounding": caps, "effective": caps, "permitted": caps})
+	spec.Linux.Rest["devices"] = raw([]map[string]any{{"path": d.Path, "type": "b", "major": d.Major, "minor": d.Minor, "fileMode": 0o660, "uid": 0, "gid": 0}})
+	spec.Linux.Rest["resources"] = raw(map[string]any{"devices": []map[string]any{
+		{"allow": false, "access": "rwm"},
+		{"allow": true, "type": "b", "major": d.Major, "minor": d.Minor, "access": "rwm"},
+	}})
+}
+
+// raw is v as JSON, for a spec's fields kept raw.
+func raw(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
 }

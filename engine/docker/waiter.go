@@ -47,7 +47,22 @@ func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 			LogConfig:   ctr.HostConfig.LogConfig,
 		},
 	}
+	mountDevice(&create.HostConfig, want.Device)
 	return engine.Spec{Name: want.Name, Create: &planned{CreateRequest: create}}
+}
+
+// mountDevice gives the waiter the block device d, at the same path, and
+// the right to mount it: CAP_SYS_ADMIN (with which Docker's default
+// seccomp profile allows mount and unshare), and no AppArmor profile,
+// as Docker's own forbids mount. It is not privileged: it gets no other
+// device, and keeps the other capabilities' limits.
+func mountDevice(hc *dockerapi.HostConfig, d *engine.Device) {
+	if d == nil {
+		return
+	}
+	hc.Devices = append(hc.Devices, dockerapi.DeviceMapping{PathOnHost: d.Path, PathInContainer: d.Path, CgroupPermissions: "rwm"})
+	hc.CapAdd = append(hc.CapAdd, "SYS_ADMIN")
+	hc.SecurityOpt = append(hc.SecurityOpt, "apparmor=unconfined")
 }
 
 // engineBind binds the directory of the engine socket at source into the
