@@ -201,10 +201,11 @@ type action struct {
 	pid         string
 	network     string // tink-agent v0.25 namespaces.network
 	hostname    string
-	cgroupns    string // "private" hides the ID from /proc/self/cgroup
-	noSocket    bool   // leave out the socket volume
-	privileged  bool   // real workers always set it; this machine cannot start it
-	logDriver   string // Docker's log driver for the action (none: its log cannot be read back)
+	cgroupns    string   // "private" hides the ID from /proc/self/cgroup
+	noSocket    bool     // leave out the socket volume
+	privileged  bool     // real workers always set it; this machine cannot start it
+	devices     []string // host devices the action sees at the same path (a privileged one sees them all)
+	logDriver   string   // Docker's log driver for the action (none: its log cannot be read back)
 	waitForUser bool
 }
 
@@ -239,6 +240,9 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 			PidMode:      a.pid,
 			CgroupnsMode: a.cgroupns,
 		},
+	}
+	for _, d := range a.devices {
+		body.HostConfig.Devices = append(body.HostConfig.Devices, dockerapi.DeviceMapping{PathOnHost: d, PathInContainer: d, CgroupPermissions: "rwm"})
 	}
 	if a.logDriver != "" {
 		body.HostConfig.LogConfig = &dockerapi.LogConfig{Type: a.logDriver}

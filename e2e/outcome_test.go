@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,5 +96,121 @@ func TestDownWithin(t *testing.T) {
 		if kept := roleOf(t, e, r.ID, "user"); kept == "" || e.exitCode(t, kept) != 0 {
 			t.Errorf("the user container that left the machine up was not kept (%q)", kept)
 		}
+	})
+}
+
+// loopDisk is an ext4 file system with a /var/log directory, on a loop
+// device made for the test and detached after it: a target disk.
+func loopDisk(t *testing.T) (image, device string) {
+	t.Helper()
+	dir := t.TempDir()
+	tree := filepath.Join(dir, "tree")
+	if err := os.MkdirAll(filepath.Join(tree, "var", "log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	image = filepath.Join(dir, "disk.img")
+	for _, cmd := range [][]string{{"truncate", "-s", "16M", image}, {"mkfs.ext4", "-q", "-F", "-d", tree, image}} {
+		if out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%q: %v\n%s (mkfs.ext4 is Debian's e2fsprogs)", cmd, err, out)
+		}
+	}
+	out, err := exec.Command("losetup", "--find", "--show", image).CombinedOutput()
+	if err != nil {
+		t.Fatalf("losetup: %v\n%s (the tests run as root, with the loop module)", err, out)
+	}
+	device = strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		if out, err := exec.Command("losetup", "-d", device).CombinedOutput(); err != nil {
+			t.Errorf("losetup -d %s: %v\n%s", device, err, out)
+		}
+	})
+	return image, device
+}
+
+// readDisk reads a file from the file system in image, without mounting
+// it.
+func readDisk(t *testing.T, image, file string) (string, bool) {
+	t.Helper()
+	out, err := exec.Command("debugfs", "-R", "cat "+file, image).Output()
+	if err != nil || len(out) == 0 {
+		return "", false
+	}
+	return string(out), true
+}
+
+// mountedOnHost reports whether device is mounted anywhere on the host.
+func mountedOnHost(t *testing.T, device string) bool {
+	t.Helper()
+	data, err := os.ReadFile("/proc/1/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(data), " "+device+" ")
+}
+
+// TestResultDevice: with WAITDAEMON_RESULT_DEVICE, the result reaches a
+// block device the host has not mounted, as the target disk is in HookOS
+// and CaptainOS: the failed attempt and the fallback are there, done,
+// with the boot's ID, and the device is left unmounted. A directory the
+// device's file system lacks, or a device the action does not see, fails
+// the action, exit 2, naming it, and nothing is made.
+func TestResultDevice(t *testing.T) {
+	onOutcomeEngines(t, func(t *testing.T, e rig) {
+		image, device := loopDisk(t)
+		env := map[string]string{
+			"IMAGE": probeImage, "WAIT_SECONDS": "0",
+			"WAITDAEMON_FALLBACK_COMMAND": `["--exit=0","fallback"]`,
+			"WAITDAEMON_RESULT_DEVICE":    device, "WAITDAEMON_RESULT_FILE": "/var/log/waitdaemon.json",
+		}
+		r := e.run(t, tinkAgent, action{name: "e2e result device", command: []string{"--exit=3"}, env: env, devices: []string{device}})
+		if r.ExitCode != 0 {
+			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
+		}
+		evs := events(e.waiter(t, r.ID))
+		if _, ok := find(evs, "result"); !ok {
+			t.Fatalf("no result line: %v", evs)
+		}
+		if mountedOnHost(t, device) {
+			t.Errorf("%s is mounted on the host", device)
+		}
+		data, ok := readDisk(t, image, "/var/log/waitdaemon.json")
+		if !ok {
+			t.Fatalf("no /var/log/waitdaemon.json on %s; waiter:\n%v", device, evs)
+		}
+		var res outcome
+		if err := json.Unmarshal([]byte(data), &res); err != nil {
+			t.Fatalf("result on the device: %v\n%s", err, data)
+		}
+		boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+		if res.State != "done" || res.ExitCode != 3 || len(res.Attempts) != 1 || !res.Attempts[0].Ended || res.Fallback == nil ||
+			res.Fallback.ExitCode != 0 || !res.Fallback.Ended || res.BootID != strings.TrimSpace(string(boot)) {
+			t.Errorf("result on the device = %s\nwant done: one attempt exiting 3, the fallback exiting 0, this boot's ID", data)
+		}
+
+		t.Run("no such directory", func(t *testing.T) {
+			env := maps.Clone(env)
+			env["WAITDAEMON_RESULT_FILE"] = "/var/lib/waitdaemon/result.json"
+			r := e.run(t, tinkAgent, action{name: "e2e result device dir", command: []string{"--exit=0"}, env: env, devices: []string{device}})
+			want := `WAITDAEMON_RESULT_FILE="/var/lib/waitdaemon/result.json": expected a file the waiter can write on WAITDAEMON_RESULT_DEVICE=` + device +
+				` (the file system on ` + device + ` has no directory /var/lib/waitdaemon)`
+			if r.ExitCode != 2 || !strings.Contains(r.Logs, want) {
+				t.Errorf("the action exited %d:\n%s\nwant 2, %q", r.ExitCode, r.Logs, want)
+			}
+			if _, ok := readDisk(t, image, "/var/lib/waitdaemon"); ok {
+				t.Error("the directory was made")
+			}
+			if left := roleOf(t, e, r.ID, "user"); left != "" {
+				t.Errorf("the user container %s was left", left)
+			}
+		})
+		t.Run("no such device", func(t *testing.T) {
+			env := maps.Clone(env)
+			env["WAITDAEMON_RESULT_DEVICE"] = "/dev/waitdaemon-none"
+			r := e.run(t, tinkAgent, action{name: "e2e result device none", command: []string{"--exit=0"}, env: env})
+			want := `WAITDAEMON_RESULT_DEVICE="/dev/waitdaemon-none": expected a block device this action sees`
+			if r.ExitCode != 2 || !strings.Contains(r.Logs, want) {
+				t.Errorf("the action exited %d:\n%s\nwant 2, %q", r.ExitCode, r.Logs, want)
+			}
+		})
 	})
 }
