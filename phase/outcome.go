@@ -45,6 +45,9 @@ func (w *waiter) provisional(res result, next attempt) {
 		return
 	}
 	next.ExitCode, next.LogTail = -1, []string{}
+	if n := len(res.Attempts); n > 0 {
+		res.Image, res.Command = res.Attempts[n-1].Image, res.Attempts[n-1].Command
+	}
 	res.Attempts = append(res.Attempts[:len(res.Attempts):len(res.Attempts)], next)
 	if next.Attempt == 0 {
 		res.Attempts = res.Attempts[:len(res.Attempts)-1]

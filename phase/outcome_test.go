@@ -180,6 +180,9 @@ func TestTwoProvisional(t *testing.T) {
 				}
 			}
 		}
+		if len(ended) > 0 && (r.Image != "image-of-act-waitdaemon-user" || !slices.Equal(r.Command, []string{"run", "act-waitdaemon-user"})) {
+			t.Errorf("%s: image %q, command %q; want the last run's", name, r.Image, r.Command)
+		}
 		if !slices.Equal(codes, ended) {
 			t.Errorf("%s: ended attempts' codes %v, want %v", name, codes, ended)
 		}
