@@ -81,31 +81,52 @@ func TestTwoDownWithin(t *testing.T) {
 		eng.Exits = map[string][]int{"act-waitdaemon-user": {1, 0}}
 		args := waiterArgs(1, false)
 		args.DownWithin = 3600
-		var out bytes.Buffer
+		args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+		// The first run fails and is retried at once; the second exits
+		// 0, and the waiter waits for the machine, which goes down: the
+		// signal comes as the waiter says it waits.
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		done := make(chan error, 1)
-		go func() { done <- Two(ctx, eng, args, Options{Stdout: &out}) }()
-		// The first run fails at once and is retried at once; the
-		// second exits 0, and the waiter waits for the machine.
-		deadline := time.Now().Add(5 * time.Second)
-		for !strings.Contains(syncString(&out), "waiting for the machine to go down") {
-			if time.Now().After(deadline) {
-				t.Fatalf("the waiter never waited for the machine to go down:\n%s", syncString(&out))
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		// The machine going down stops the waiter: nothing more starts,
-		// nothing is removed, no result is written over the last one.
-		cancel()
-		if err := <-done; err != nil {
+		out := &cancelOn{msg: "waiting for the machine to go down", cancel: cancel}
+		if err := Two(ctx, eng, args, Options{Stdout: out}); err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(syncString(&out), `"msg":"result"`) {
-			t.Errorf("a result after the signal:\n%s", syncString(&out))
+		if !out.seen {
+			t.Fatalf("the waiter never waited for the machine to go down:\n%s", out.String())
+		}
+		// Nothing more starts, nothing is removed, no result is written
+		// over the last one.
+		if strings.Contains(out.String(), `"msg":"result"`) {
+			t.Errorf("a result after the signal:\n%s", out.String())
 		}
 		if n := len(eng.Calls()); eng.Calls()[n-1] != "Follow act-waitdaemon-user" {
 			t.Errorf("calls after the last run: %q", eng.Calls())
+		}
+		// The file still says the second attempt started and did not
+		// end: the next boot reads that it took the machine down.
+		data, err := os.ReadFile(args.ResultFile)
+		var res result
+		if err == nil {
+			err = json.Unmarshal(data, &res)
+		}
+		if err != nil || res.State != stateRunning || len(res.Attempts) != 2 || !res.Attempts[0].Ended || res.Attempts[0].ExitCode != 1 || res.Attempts[1].Ended {
+			t.Errorf("result file: %s (%v); want attempt 1 ended (exit 1), attempt 2 started, not ended", data, err)
+		}
+	})
+
+	t.Run("the action failed", func(t *testing.T) {
+		eng := waiterFake(false)
+		eng.ActionCode = 137
+		args := waiterArgs(0, false)
+		args.DownWithin = 5
+		args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+		if err := Two(context.Background(), eng, args, Options{Stdout: &bytes.Buffer{}}); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(args.ResultFile)
+		var res result
+		if err := json.Unmarshal(data, &res); err != nil || res.State != stateDone || res.ExitCode != -1 || res.NotStarted == "" || res.WrittenAt == "" {
+			t.Errorf("result file: %s (%v); want done, not started", data, err)
 		}
 	})
 
@@ -122,9 +143,21 @@ func TestTwoDownWithin(t *testing.T) {
 	})
 }
 
-// syncString reads a buffer another goroutine writes to, racily but only
-// for polling; the test reads it for good once the writer is done.
-func syncString(b *bytes.Buffer) string { return string(slices.Clone(b.Bytes())) }
+// cancelOn is an output that calls cancel when a line says msg.
+type cancelOn struct {
+	bytes.Buffer
+	msg    string
+	cancel func()
+	seen   bool
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(c.msg)) {
+		c.seen = true
+		c.cancel()
+	}
+	return c.Buffer.Write(p)
+}
 
 // recordingStarts is the fake engine, whose Start first reads the result
 // file as it is at that moment.
