@@ -43,6 +43,8 @@ func TestBadInput(t *testing.T) {
 			{"WAITDAEMON_FALLBACK_IMAGE malformed", map[string]string{"IMAGE": probeImage, "WAITDAEMON_FALLBACK_IMAGE": "UP/Per:x:y"}, false, 2, `WAITDAEMON_FALLBACK_IMAGE: image reference "UP/Per:x:y"`},
 			{"WAITDAEMON_PULL_POLICY unknown", map[string]string{"IMAGE": probeImage, "WAITDAEMON_PULL_POLICY": "sometimes"}, false, 2, `WAITDAEMON_PULL_POLICY="sometimes": expected if-not-present, always or never`},
 			{"WAITDAEMON_LOG_TAIL negative", map[string]string{"IMAGE": probeImage, "WAITDAEMON_LOG_TAIL": "-5"}, false, 2, `WAITDAEMON_LOG_TAIL="-5": expected a whole number of lines from 0 to 1000`},
+			{"WAITDAEMON_DOWN_WITHIN zero", map[string]string{"IMAGE": probeImage, "WAITDAEMON_DOWN_WITHIN": "0"}, false, 2, `WAITDAEMON_DOWN_WITHIN="0": expected a whole number of seconds from 1 to 3600, like 30`},
+			{"WAITDAEMON_RESULT_DEVICE without a file", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RESULT_DEVICE": "/dev/sda1"}, false, 2, `WAITDAEMON_RESULT_DEVICE="/dev/sda1": expected it with WAITDAEMON_RESULT_FILE`},
 			{"WAITDAEMON_RESULT_FILE relative", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RESULT_FILE": "result.json"}, false, 2, `WAITDAEMON_RESULT_FILE="result.json": expected an absolute path to a file on the host`},
 			{"WAITDAEMON_REGISTRY_PASSWORD without a user", map[string]string{"IMAGE": probeImage, "WAITDAEMON_REGISTRY_PASSWORD": "x"}, false, 2, "WAITDAEMON_REGISTRY_USERNAME and WAITDAEMON_REGISTRY_PASSWORD: expected both or neither"},
 			{"WAITDAEMON_ variable misspelt", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RETRY": "2"}, false, 2, `WAITDAEMON_RETRY="2": waitdaemon has no such variable; did you mean WAITDAEMON_RETRIES?`},
