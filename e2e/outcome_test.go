@@ -10,11 +10,14 @@ import (
 	"testing"
 )
 
-// onOutcomeEngines runs f on Docker 20.10 and containerd, the engines of
-// HookOS and CaptainOS.
-func onOutcomeEngines(t *testing.T, f func(t *testing.T, r rig)) {
+// onDeviceEngines runs f on the engines of the table but Podman: the
+// result device's test gives the action the device by a device mapping
+// (Docker 20.10 cannot start the privileged actions of real workers),
+// which the user container inherits, and Podman 4.3 refuses to create it
+// with the mapping its inspect gave ("invalid device mode: ").
+func onDeviceEngines(t *testing.T, f func(t *testing.T, r rig)) {
 	for _, e := range engines {
-		if e.name == "docker" || e.containerd {
+		if e.name != "podman" {
 			t.Run(e.name, func(t *testing.T) { f(t, openRig(t, e)) })
 		}
 	}
@@ -59,7 +62,7 @@ func readOutcome(t *testing.T, file string) (outcome, string) {
 // exits 0 and leaves the machine up is a failed attempt; the fallback
 // runs, and the result records both, each with the note.
 func TestDownWithin(t *testing.T) {
-	onOutcomeEngines(t, func(t *testing.T, e rig) {
+	onEngines(t, func(t *testing.T, e rig) {
 		out := t.TempDir()
 		r := e.run(t, tinkAgent, action{
 			name:    "e2e down within",
@@ -155,7 +158,7 @@ func mountedOnHost(t *testing.T, device string) bool {
 // device's file system lacks, or a device the action does not see, fails
 // the action, exit 2, naming it, and nothing is made.
 func TestResultDevice(t *testing.T) {
-	onOutcomeEngines(t, func(t *testing.T, e rig) {
+	onDeviceEngines(t, func(t *testing.T, e rig) {
 		image, device := loopDisk(t)
 		env := map[string]string{
 			"IMAGE": probeImage, "WAIT_SECONDS": "0",
