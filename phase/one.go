@@ -295,7 +295,8 @@ func (h *Handoff) createWaiter(ctx context.Context, eng engine.Engine, resultFil
 }
 
 // confirmResultFile waits for the waiter to say whether it can write the
-// result file on the host, which only it can see.
+// result file, on the host or on the result device, which only it can
+// see or mount.
 func (h *Handoff) confirmResultFile(ctx context.Context, eng engine.Engine, s Settings) error {
 	file, where := s.ResultFile, "on the host"
 	if s.ResultDevice != "" {

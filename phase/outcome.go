@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,10 +49,10 @@ func (w *waiter) provisional(res result, next attempt) {
 	if n := len(res.Attempts); n > 0 {
 		res.Image, res.Command = res.Attempts[n-1].Image, res.Attempts[n-1].Command
 	}
-	res.Attempts = append(res.Attempts[:len(res.Attempts):len(res.Attempts)], next)
 	if next.Attempt == 0 {
-		res.Attempts = res.Attempts[:len(res.Attempts)-1]
 		res.Fallback = &next
+	} else {
+		res.Attempts = append(slices.Clip(res.Attempts), next)
 	}
 	res.ExitCode = -1
 	w.mark(&res, stateRunning)
