@@ -206,6 +206,25 @@ func TestResultDevice(t *testing.T) {
 				t.Errorf("the user container %s was left", left)
 			}
 		})
+		t.Run("no file system", func(t *testing.T) {
+			blank := filepath.Join(t.TempDir(), "blank.img")
+			if out, err := exec.Command("truncate", "-s", "1M", blank).CombinedOutput(); err != nil {
+				t.Fatalf("truncate: %v\n%s", err, out)
+			}
+			out, err := exec.Command("losetup", "--find", "--show", blank).CombinedOutput()
+			if err != nil {
+				t.Fatalf("losetup: %v\n%s", err, out)
+			}
+			blankDev := strings.TrimSpace(string(out))
+			t.Cleanup(func() { _ = exec.Command("losetup", "-d", blankDev).Run() })
+			env := maps.Clone(env)
+			env["WAITDAEMON_RESULT_DEVICE"] = blankDev
+			r := e.run(t, tinkAgent, action{name: "e2e result device blank", command: []string{"--exit=0"}, env: env, devices: []string{blankDev}})
+			want := "(mounting " + blankDev + ": no file system this kernel knows is on it (tried "
+			if r.ExitCode != 2 || !strings.Contains(r.Logs, want) {
+				t.Errorf("the action exited %d:\n%s\nwant 2, %q", r.ExitCode, r.Logs, want)
+			}
+		})
 		t.Run("no such device", func(t *testing.T) {
 			env := maps.Clone(env)
 			env["WAITDAEMON_RESULT_DEVICE"] = "/dev/waitdaemon-none"

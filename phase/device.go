@@ -108,15 +108,20 @@ func mountAny(device, dir string) error {
 	}
 	for _, t := range types {
 		err := syscall.Mount(device, dir, t, syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "")
-		switch {
-		case err == nil:
+		if err == nil {
 			return nil
-		case !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENODEV):
-			return fmt.Errorf("mounting %s (as %s): %w", device, t, err)
 		}
+		if slices.Contains(deviceErrors, err) {
+			return fmt.Errorf("mounting %s: %w", device, err)
+		}
+		// Another type's refusal (EINVAL, most often): try the next.
 	}
 	return fmt.Errorf("mounting %s: no file system this kernel knows is on it (tried %s)", device, strings.Join(types, ", "))
 }
+
+// deviceErrors are a mount's failures that are the device's or the
+// waiter's, whatever the type: no other type is tried.
+var deviceErrors = []error{syscall.ENOENT, syscall.ENOTBLK, syscall.ENXIO, syscall.EPERM, syscall.EACCES, syscall.EROFS, syscall.EIO}
 
 // onResultDevice runs fn with the result file's path on the mounted
 // device, and says which device a failure was on, with paths as they
