@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -278,5 +279,35 @@ func TestDownWithin(t *testing.T) {
 	}
 	if args := (WaiterArgs{UserContainer: "u"}).Args(); slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--down-within") }) {
 		t.Errorf("waiter args %q have --down-within, unset", args)
+	}
+}
+
+// TestTwoProvisionalFails: a result that cannot be written before a run
+// is logged, and the run starts all the same; the last write's failure is
+// the waiter's error.
+func TestTwoProvisionalFails(t *testing.T) {
+	was := createTemp
+	createTemp = func(string, string) (tempFile, error) { return nil, errDisk }
+	t.Cleanup(func() { createTemp = was })
+	eng := waiterFake(true)
+	eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
+	args := waiterArgs(0, true)
+	args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+	var out bytes.Buffer
+	err := Two(context.Background(), eng, args, Options{Stdout: &out})
+	if !errors.Is(err, errDisk) {
+		t.Errorf("Two() = %v; want the last write's failure", err)
+	}
+	if n := strings.Count(out.String(), `"msg":"could not write the result so far"`); n != 2 {
+		t.Errorf("%d lines say the result so far could not be written, want 2 (the attempt's, the fallback's):\n%s", n, out.String())
+	}
+	var starts []string
+	for _, c := range eng.Calls() {
+		if strings.HasPrefix(c, "Start ") {
+			starts = append(starts, c)
+		}
+	}
+	if want := []string{"Start act-waitdaemon-user", "Start act-waitdaemon-fallback"}; !slices.Equal(starts, want) {
+		t.Errorf("starts %q, want %q", starts, want)
 	}
 }
