@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -61,6 +62,7 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 		in: &ocispec.Input{
 			Spec: d.spec, Image: *d.image, UserImageRef: want.Image.String(),
 			Namespace: e.namespace(), ID: id, Withhold: want.Withhold, ImageDefault: want.ImageDefault,
+			HostEtc: e.hostEtc(d.spec),
 		},
 		command: want.Command,
 	}
@@ -76,6 +78,57 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 		}
 	}
 	return engine.Spec{Name: want.Name, Create: p, Note: networkNote(d.spec)}, nil
+}
+
+// hostEtc are the ocispec.HostFiles the host has, which a user container
+// on the host's network binds: those found in the host's root, which the
+// action sees through the host's PID 1 when it shares the host's pid
+// namespace (the README's templates do). An action with a pid namespace
+// of its own cannot see the host's files, and its user container binds
+// none. A file that is a symlink is followed within the host's root.
+func (e *Engine) hostEtc(action ocispec.Spec) []string {
+	if !ocispec.HostNetwork(action) {
+		return nil
+	}
+	root := e.HostRoot
+	if root == "" {
+		if action.Linux != nil && slices.ContainsFunc(action.Linux.Namespaces, func(ns ocispec.Namespace) bool {
+			return ns.Type == ocispec.PIDNamespace
+		}) {
+			return nil
+		}
+		root = "/proc/1/root"
+	}
+	var out []string
+	for _, f := range ocispec.HostFiles {
+		if existsIn(root, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// existsIn reports whether the file at p (absolute) is in the tree at
+// root, following symlinks as the host would, within root.
+func existsIn(root, p string) bool {
+	for range 16 {
+		fi, err := os.Lstat(filepath.Join(root, p))
+		if err != nil {
+			return false
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			return true
+		}
+		target, err := os.Readlink(filepath.Join(root, p))
+		if err != nil {
+			return false
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = filepath.Clean("/" + target)
+	}
+	return false
 }
 
 // networkNote is the hand-off's note on a user container planned from an

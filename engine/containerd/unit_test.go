@@ -704,3 +704,57 @@ func TestResolveForgetsFailures(t *testing.T) {
 		t.Errorf("image read %d times, want each time", n)
 	}
 }
+
+// TestHostEtc: a user container on the host's network binds the host's
+// /etc files that the host has, as seen through its PID 1's root: none
+// it lacks (CaptainOS has no /etc/hostname), a symlink followed within
+// that root; and none when the action has a pid namespace of its own,
+// from which the host's files cannot be seen.
+func TestHostEtc(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"etc", "run/systemd/resolve"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p string) {
+		if err := os.WriteFile(filepath.Join(root, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("etc/hosts")
+	write("run/systemd/resolve/stub-resolv.conf")
+	e := New(&containerdapi.Client{Namespace: "tinkerbell"})
+	e.HostRoot = root
+	hostNet := recordedAction(t, "network-host.json").Detail.(*self).spec
+	private := recordedAction(t, "reboot.json").Detail.(*self).spec
+
+	// resolv.conf as systemd-resolved links it, absolute: it must be
+	// read in the host's root, not this process's.
+	if err := os.Symlink("/run/systemd/resolve/stub-resolv.conf", filepath.Join(root, "etc/resolv.conf")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.hostEtc(hostNet), []string{"/etc/resolv.conf", "/etc/hosts"}; !slices.Equal(got, want) {
+		t.Errorf("hostEtc() = %q, want %q", got, want)
+	}
+	// A link to nothing is no file.
+	if err := os.Remove(filepath.Join(root, "etc/resolv.conf")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../run/none", filepath.Join(root, "etc/resolv.conf")); err != nil {
+		t.Fatal(err)
+	}
+	write("etc/hostname")
+	if got, want := e.hostEtc(hostNet), []string{"/etc/hosts", "/etc/hostname"}; !slices.Equal(got, want) {
+		t.Errorf("hostEtc() = %q, want %q", got, want)
+	}
+	if got := e.hostEtc(private); got != nil {
+		t.Errorf("hostEtc() of an action on a network of its own = %q, want none", got)
+	}
+	pidOwn := hostNet
+	pidOwn.Linux = &ocispec.Linux{Namespaces: append([]ocispec.Namespace{{Type: "pid"}}, hostNet.Linux.Namespaces...)}
+	e.HostRoot = ""
+	if got := e.hostEtc(pidOwn); got != nil {
+		t.Errorf("hostEtc() of an action with a pid namespace of its own = %q, want none: it cannot see the host's files", got)
+	}
+}
