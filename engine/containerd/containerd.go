@@ -119,9 +119,9 @@ type Engine struct {
 	// Empty means /proc/self. Tests point it at their own files.
 	ProcSelf string
 	// HostRoot, when set, is where phase 1 sees the host's root. Empty
-	// means /proc/1/root when the action shares the host's pid
-	// namespace, and nowhere when it has its own. Tests point it at
-	// their own directory.
+	// means the root of the action's shim when the action shares the
+	// host's pid namespace, and nowhere when it has its own. Tests point
+	// it at their own directory.
 	HostRoot string
 
 	// newSuffix makes the random part of an ID, now dates leases; tests

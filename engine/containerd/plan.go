@@ -1,6 +1,7 @@
 package containerd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,23 +83,22 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 }
 
 // hostEtc are the ocispec.HostFiles the host has, which a user container
-// on the host's network binds: those found in the host's root, which the
-// action sees through the host's PID 1 when it shares the host's pid
-// namespace (the README's templates do). An action with a pid namespace
-// of its own cannot see the host's files, and its user container binds
-// none. A file that is a symlink is followed within the host's root.
+// on the host's network binds: those found in the host's root as
+// containerd and its runtime see it, the root of the action's nearest
+// ancestor outside the action's mount namespace (its shim), which phase
+// 1 sees when the action shares the host's pid namespace (the README's
+// templates do). An action with a pid namespace of its own has no
+// ancestor it can see, and its user container binds none. A file that is
+// a symlink is followed within that root.
 func (e *Engine) hostEtc(action ocispec.Spec) []string {
 	if !ocispec.HostNetwork(action) {
 		return nil
 	}
 	root := e.HostRoot
 	if root == "" {
-		if action.Linux != nil && slices.ContainsFunc(action.Linux.Namespaces, func(ns ocispec.Namespace) bool {
-			return ns.Type == ocispec.PIDNamespace
-		}) {
+		if root = hostRoot(); root == "" {
 			return nil
 		}
-		root = "/proc/1/root"
 	}
 	var out []string
 	for _, f := range ocispec.HostFiles {
@@ -106,6 +107,32 @@ func (e *Engine) hostEtc(action ocispec.Spec) []string {
 		}
 	}
 	return out
+}
+
+// hostRoot is /proc/<pid>/root of this process's nearest ancestor in
+// another mount namespace, or "" if none can be seen.
+func hostRoot() string {
+	own, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return ""
+	}
+	for pid, hops := os.Getppid(), 0; pid > 0 && hops < 16; hops++ {
+		dir := "/proc/" + strconv.Itoa(pid)
+		if ns, err := os.Readlink(dir + "/ns/mnt"); err == nil && ns != own {
+			return dir + "/root"
+		}
+		stat, err := os.ReadFile(dir + "/stat")
+		if err != nil {
+			return ""
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parens.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 2 {
+			return ""
+		}
+		pid, _ = strconv.Atoi(f[1])
+	}
+	return ""
 }
 
 // existsIn reports whether the file at p (absolute) is in the tree at
