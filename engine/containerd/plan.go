@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,7 +60,7 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 	id := e.newID(want.Name)
 	p := &planned{
 		ID: id, Image: want.Image.Qualified(), Labels: withName(want.Labels, want.Name),
-		Runtime: containerdapi.RuncV2, Snapshotter: containerdapi.DefaultSnapshotter, SnapshotKey: id,
+		Runtime: containerdapi.RuncV2, Snapshotter: cmp.Or(d.ctr.Snapshotter, e.snapshotter()), SnapshotKey: id,
 		Output: "file://" + e.logFile(id),
 		in: &ocispec.Input{
 			Spec: d.spec, Image: *d.image, UserImageRef: want.Image.String(),

@@ -760,3 +760,17 @@ func TestHostRoot(t *testing.T) {
 		t.Errorf("hostRoot() = %q, want none: every ancestor shares this process's mount namespace", got)
 	}
 }
+
+// TestPlanWaiterSnapshotter: the waiter's snapshot is made in the
+// action's snapshotter, where the action's image (the waiter's) is
+// unpacked: a namespace whose default snapshotter is not overlayfs has
+// the image nowhere else.
+func TestPlanWaiterSnapshotter(t *testing.T) {
+	action := recordedAction(t, "reboot.json")
+	action.Detail.(*self).ctr.Snapshotter = "native"
+	e := New(&containerdapi.Client{Socket: "/run/containerd/containerd.sock", Namespace: "tinkerbell"})
+	spec := e.PlanWaiter(action, engine.Waiter{Name: action.Name + "-waitdaemon-waiter", Args: []string{"waiter"}})
+	if p := spec.Create.(*planned); p.Snapshotter != "native" {
+		t.Errorf("the waiter's snapshotter = %q, want the action's, native", p.Snapshotter)
+	}
+}

@@ -1,6 +1,7 @@
 package containerd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,7 +51,7 @@ func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 	spec := waiterSpec(e.namespace(), id, append([]string{"/waitdaemon"}, want.Args...), env, mounts)
 	return engine.Spec{Name: want.Name, Create: &planned{
 		ID: id, Image: d.ctr.Image, Labels: withName(want.Labels, want.Name),
-		Runtime: containerdapi.RuncV2, Snapshotter: containerdapi.DefaultSnapshotter, SnapshotKey: id,
+		Runtime: containerdapi.RuncV2, Snapshotter: cmp.Or(d.ctr.Snapshotter, e.snapshotter()), SnapshotKey: id,
 		Output: "file://" + e.logFile(id), Spec: &spec,
 	}}
 }
