@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +16,9 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
+	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 	"github.com/waitdaemon/waitdaemon/phase"
 )
 
@@ -178,4 +182,63 @@ func cleanAction(t *testing.T, runtime, id string) {
 		_ = eng.Remove(ctx, l.ID)
 		_ = os.RemoveAll(filepath.Join(containerd.DefaultLogDir, l.ID))
 	}
+}
+
+// TestAgentTimeout: at the action's timeout the agent kills it (on
+// containerd SIGKILL; on Docker a stop: SIGTERM, and SIGKILL 5 s later), counts
+// it failed, and on containerd keeps its container, deleting its task and
+// its /etc files; on Docker it removes it, as it removes every action.
+func TestAgentTimeout(t *testing.T) {
+	sleepy := func(image string) tinkagent.Action {
+		return tinkagent.Action{ID: "e2e", Name: "e2e timeout " + randomHex(4), Image: image, Env: []string{"PROBE_SLEEP=60"}, Timeout: 2 * time.Second}
+	}
+	t.Run("containerd", func(t *testing.T) {
+		c, eng, _ := setupContainerd(t)
+		ctx := testCtx(t)
+		r := &tinkagent.Containerd{C: c}
+		ctr, err := r.Create(ctx, sleepy("docker.io/library/"+probeImage))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = eng.Remove(context.Background(), ctr.ID) })
+		ctx2, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		began := time.Now()
+		res, err := ctr.Run(ctx2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ctr.Finish(ctx, res); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(began); !res.TimedOut || res.ExitCode != 137 || took > 10*time.Second {
+			t.Errorf("result %+v after %v, want timed out, killed (137), at once", res, took)
+		}
+		if _, err := c.ContainerGet(ctx, ctr.ID); err != nil {
+			t.Errorf("the timed-out action's container: %v, want it kept", err)
+		}
+		if _, err := c.TaskGet(ctx, ctr.ID); !errors.Is(err, containerdapi.ErrNotFound) {
+			t.Errorf("the timed-out action's task: %v, want it deleted", err)
+		}
+		if _, err := os.Stat(ctr.Etc); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the action's /etc files %s: %v, want them deleted", ctr.Etc, err)
+		}
+	})
+	onDockers(t, func(t *testing.T, c *dockerapi.Client) {
+		ctx := testCtx(t)
+		d := &tinkagent.Docker{C: c, Unprivileged: !engineOf(c).privileged}
+		a := sleepy(probeImage)
+		began := time.Now()
+		res, err := d.Run(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The stop's SIGTERM ends the probe (Go's runtime exits 2).
+		if took := time.Since(began); !res.TimedOut || res.ExitCode == 0 || took < 2*time.Second || took > 10*time.Second {
+			t.Errorf("result %+v after %v, want timed out, stopped, at the 2 s timeout", res, took)
+		}
+		if _, err := c.ContainerInspect(ctx, res.ContainerID); !errors.Is(err, dockerapi.ErrNotFound) {
+			t.Errorf("the timed-out action's container: %v, want it removed", err)
+		}
+	})
 }
