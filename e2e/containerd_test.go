@@ -253,40 +253,11 @@ func TestContainerdEngine(t *testing.T) {
 		}
 	}
 
-	t.Run("the host's network", func(t *testing.T) {
-		out := t.TempDir()
-		r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
-			name: "tinkerbell_cd-hostnet_01JE2E" + randomHex(10), network: "host", volumes: [][2]string{{out, "/out"}},
-			env: []string{user, "WAIT_SECONDS=0", "PROBE_DIR=/out", "PROBE_NAME=hostnet"},
-		})
-		if r.result.ExitCode != 0 {
-			t.Fatalf("result %+v, want exit 0", r.result)
-		}
-		probe, ok := readProbe(t, out, "hostnet")
-		if !ok {
-			t.Fatal("the probe left no report")
-		}
-		host, _ := os.Hostname()
-		if probe.Namespaces["net"] != hostNamespace(t, "net") || probe.Hostname != host {
-			t.Errorf("probe net namespace %s, hostname %q; want the host's, %s and %q", probe.Namespaces["net"], probe.Hostname, hostNamespace(t, "net"), host)
-		}
-		// This host has all three /etc files: each is bound, and none is
-		// the action's, which the agent deleted.
-		for _, f := range ocispec.HostFiles {
-			if !slices.Contains(probe.Mounts, f) {
-				t.Errorf("probe mounts %q lack the host's %s", probe.Mounts, f)
-			}
-		}
-		for _, m := range r.spec.Mounts {
-			if slices.Contains(ocispec.HostFiles, m.Destination) && m.Source == m.Destination {
-				t.Errorf("the action binds the host's %s, which tink-agent never does: %+v", m.Destination, m)
-			}
-		}
-	})
-
 	t.Run("kept failure, then the next run", func(t *testing.T) {
 		name := "tinkerbell_cd-kept_01JE2E" + randomHex(10)
 		out := t.TempDir()
+		// The first action's waiter has stopped, for this one's to sweep.
+		settled(t, eng, r.id, 30*time.Second, phase.RoleWaiter+" stopped")
 		failed := runCDAction(t, ctx, c, eng, actionImg, cdAction{
 			name: name, args: []string{"--exit=3"}, private: true, volumes: [][2]string{{out, "/out"}},
 			env: []string{user, "WAIT_SECONDS=0", "WAITDAEMON_RETRIES=1", "WAITDAEMON_LOG_TAIL=200", "PROBE_DIR=/out", "PROBE_NAME=failed"},
@@ -370,6 +341,37 @@ func TestContainerdEngine(t *testing.T) {
 			}
 		}
 		settled(t, eng, next.id, 30*time.Second, "waiter stopped")
+	})
+
+	t.Run("the host's network", func(t *testing.T) {
+		out := t.TempDir()
+		r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
+			name: "tinkerbell_cd-hostnet_01JE2E" + randomHex(10), network: "host", volumes: [][2]string{{out, "/out"}},
+			env: []string{user, "WAIT_SECONDS=0", "PROBE_DIR=/out", "PROBE_NAME=hostnet"},
+		})
+		if r.result.ExitCode != 0 {
+			t.Fatalf("result %+v, want exit 0", r.result)
+		}
+		probe, ok := readProbe(t, out, "hostnet")
+		if !ok {
+			t.Fatal("the probe left no report")
+		}
+		host, _ := os.Hostname()
+		if probe.Namespaces["net"] != hostNamespace(t, "net") || probe.Hostname != host {
+			t.Errorf("probe net namespace %s, hostname %q; want the host's, %s and %q", probe.Namespaces["net"], probe.Hostname, hostNamespace(t, "net"), host)
+		}
+		// This host has all three /etc files: each is bound, and none is
+		// the action's, which the agent deleted.
+		for _, f := range ocispec.HostFiles {
+			if !slices.Contains(probe.Mounts, f) {
+				t.Errorf("probe mounts %q lack the host's %s", probe.Mounts, f)
+			}
+		}
+		for _, m := range r.spec.Mounts {
+			if slices.Contains(ocispec.HostFiles, m.Destination) && m.Source == m.Destination {
+				t.Errorf("the action binds the host's %s, which tink-agent never does: %+v", m.Destination, m)
+			}
+		}
 	})
 }
 
