@@ -53,7 +53,9 @@ type Result struct {
 	Name        string // the container's
 	ExitCode    int
 	ExitedAt    time.Time
-	// TimedOut: the action's timeout passed, and the agent killed it.
+	// TimedOut: the action's timeout passed, and the agent killed it. One
+	// killed because the agent was stopped (its context cancelled) did not
+	// time out; its exit code says it failed.
 	TimedOut bool
 	// Output is what the action wrote on stdout and stderr, as the agent
 	// read it.
@@ -94,7 +96,7 @@ func run[C container](ctx context.Context, a Action, create func(context.Context
 	ctr, err := create(ctx, a)
 	if err != nil {
 		// Nothing ran: no exit code.
-		return Result{Name: a.ContainerName(), TimedOut: ctx.Err() != nil, ExitCode: -1}, err
+		return Result{Name: a.ContainerName(), TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded), ExitCode: -1}, err
 	}
 	res, err := ctr.Run(ctx)
 	return res, errors.Join(err, ctr.Finish(context.WithoutCancel(ctx), res))

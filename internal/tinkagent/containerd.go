@@ -282,7 +282,7 @@ func (c *Container) Run(ctx context.Context) (Result, error) {
 	time.Sleep(50 * time.Millisecond) // the wait is under way before the start, as the agent's
 	if err := c.Start(ctx); err != nil {
 		// Nothing ran: no exit code.
-		res.TimedOut, res.ExitCode = ctx.Err() != nil, -1
+		res.TimedOut, res.ExitCode = errors.Is(ctx.Err(), context.DeadlineExceeded), -1
 		return res, err
 	}
 	var w waited
@@ -290,7 +290,7 @@ func (c *Container) Run(ctx context.Context) (Result, error) {
 	case w = <-done:
 	case <-ctx.Done():
 		// At the timeout: SIGKILL, and wait for that exit.
-		res.TimedOut = true
+		res.TimedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
 		if err := c.c.TaskKill(wctx, c.ID, syscall.SIGKILL, false); err != nil {
 			return res, fmt.Errorf("killing action %s at its timeout: %w", c.Name, err)
 		}

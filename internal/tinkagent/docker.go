@@ -116,7 +116,7 @@ func (c *DockerContainer) Run(ctx context.Context) (Result, error) {
 	time.Sleep(50 * time.Millisecond) // the next-exit wait is in place before the start, as the agent's
 	if err := c.Start(ctx); err != nil {
 		// Nothing ran: no exit code.
-		res.TimedOut, res.ExitCode = ctx.Err() != nil, -1
+		res.TimedOut, res.ExitCode = errors.Is(ctx.Err(), context.DeadlineExceeded), -1
 		return res, err
 	}
 	// The output followed from the start, as the agent's attach.
@@ -130,7 +130,7 @@ func (c *DockerContainer) Run(ctx context.Context) (Result, error) {
 	case w = <-done:
 	case <-ctx.Done():
 		// At the timeout: stopped, with 5 s before the SIGKILL.
-		res.TimedOut = true
+		res.TimedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
 		if _, err := c.c.Raw(wctx, "POST", "/containers/"+url.PathEscape(c.ID)+"/stop?t=5", nil); err != nil {
 			return res, fmt.Errorf("stopping action %s at its timeout: %w", c.Name, err)
 		}

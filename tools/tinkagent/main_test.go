@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +46,33 @@ func TestBadInput(t *testing.T) {
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("stdout has %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+// TestZeroTimeout: an action without a timeout has timed out before
+// anything starts, as under tink-agent, whose deadline is then 0 s: the
+// tool says so, and exits 1, reaching no engine.
+func TestZeroTimeout(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "action.yaml")
+	if err := os.WriteFile(file, []byte("name: no-timeout\nimage: waitdaemon:latest\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, runtime := range []string{"containerd", "docker"} {
+		t.Run(runtime, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"-runtime", runtime, "-socket", filepath.Join(dir, "none.sock"), "-action", file}, &stdout, &stderr); code != 1 {
+				t.Errorf("exit %d, want 1; stderr:\n%s", code, stderr.String())
+			}
+			var line struct {
+				Msg      string `json:"msg"`
+				Action   string `json:"action"`
+				ExitCode int    `json:"exit_code"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &line); err != nil || line.Msg != "action timed out" || line.Action != "no-timeout" || line.ExitCode != -1 {
+				t.Errorf("stdout %q, want one line: action no-timeout timed out, exit code -1", stdout.String())
 			}
 		})
 	}
