@@ -530,8 +530,12 @@ func TestContainerdSnapshotter(t *testing.T) {
 	// The images unpacked in that snapshotter alone: removed first, with
 	// their snapshots in every snapshotter.
 	refs := []string{"docker.io/library/" + actionImg, "docker.io/library/" + probeImage}
-	_ = exec.Command(ctrBinary, append([]string{"-a", containerdSocket, "-n", ns, "images", "rm", "--sync"}, refs...)...).Run()
+	rm := func() {
+		_ = exec.Command(ctrBinary, append([]string{"-a", containerdSocket, "-n", ns, "images", "rm", "--sync"}, refs...)...).Run()
+	}
+	rm()
 	importImagesTo(t, ns, snapshotter, actionImg, probeImage)
+	t.Cleanup(rm)
 	nc := &containerdapi.Client{Socket: containerdSocket, Namespace: ns}
 	eng := containerd.New(nc)
 
