@@ -45,8 +45,20 @@ func requireContainerd(t *testing.T) *containerdapi.Client {
 // namespace, unpacked, as docker.io/library/NAME:TAG.
 func importImages(t *testing.T, images ...string) {
 	t.Helper()
+	importImagesTo(t, containerdNS, "", images...)
+}
+
+// importImagesTo copies Docker images into namespace ns, unpacked in
+// snapshotter (empty: ctr's default).
+func importImagesTo(t *testing.T, ns, snapshotter string, images ...string) {
+	t.Helper()
 	save := exec.Command("docker", append([]string{"save"}, images...)...)
-	imp := exec.Command(ctrBinary, "-a", containerdSocket, "-n", containerdNS, "images", "import", "-")
+	args := []string{"-a", containerdSocket, "-n", ns, "images", "import", "-"}
+	if snapshotter != "" {
+		// The Transfer service unpacks to the configured snapshotter alone.
+		args = slices.Insert(args, len(args)-1, "--local", "--snapshotter", snapshotter)
+	}
+	imp := exec.Command(ctrBinary, args...)
 	pipe, err := save.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +88,8 @@ type cdAction struct {
 	// which binds the socket's directory) reach the daemon through
 	// whatever listens there, if anything does yet.
 	socket  string
-	private bool   // pid and network namespaces of its own, else the host's
+	private bool   // pid and network namespaces of its own, else the host's pid namespace
+	network string // namespaces.network, unless private
 	dryRun  bool   // WAITDAEMON_DRY_RUN: no hand-off, no result
 	fails   bool   // phase 1 fails: no hand-off
 	result  string // WAITDAEMON_RESULT_FILE; empty: one in a new directory
@@ -124,29 +137,33 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 		socket = [2]string{a.socket, filepath.Dir(containerdapi.DefaultSocket)}
 	}
 	e := containerdRig{c: c, eng: eng, actionImg: actionImg}
-	action := e.newAction(t, a.name, a.args, env, append([][2]string{socket}, a.volumes...), a.private)
-	exit, out := e.agentRun(t, ctx, action)
-	id := action.ID
-	r := cdRun{id: id, phase1: out, exit: exit.Status, spec: specOf(t, ctx, c, id)}
+	pid, network := "host", a.network
+	if a.private {
+		pid, network = "", ""
+	}
+	ctr := e.create(t, ctx, cdAgentAction(a.name, a.args, env, append([][2]string{socket}, a.volumes...), pid, network))
+	exit := e.agentRun(t, ctx, ctr)
+	id := ctr.ID
+	r := cdRun{id: id, phase1: exit.Output, exit: uint32(exit.ExitCode), spec: specOf(t, ctx, c, id)}
+	// The agent, after the exit: the task, then, after an exit 0, the
+	// container.
+	if err := ctr.Finish(ctx, exit); err != nil {
+		t.Fatal(err)
+	}
 	if a.fails {
-		if exit.Status == 0 {
+		if exit.ExitCode == 0 {
 			t.Fatalf("the action exited 0, want a failure; its output:\n%s", r.phase1)
 		}
 		return r
 	}
 	if a.dryRun {
-		if exit.Status != 0 {
-			t.Fatalf("the dry run exited %d, want 0; its output:\n%s", exit.Status, r.phase1)
+		if exit.ExitCode != 0 {
+			t.Fatalf("the dry run exited %d, want 0; its output:\n%s", exit.ExitCode, r.phase1)
 		}
 		return r
 	}
-	if exit.Status != 0 || !strings.Contains(r.phase1, `"msg":"handed off"`) {
-		t.Fatalf("the action exited %d, want 0 and the hand-off; its output:\n%s", exit.Status, r.phase1)
-	}
-	// The agent, after an exit 0: the task, then the container.
-	time.Sleep(50 * time.Millisecond)
-	if err := tinkagent.Delete(ctx, c, action); err != nil {
-		t.Fatal(err)
+	if exit.ExitCode != 0 || !strings.Contains(r.phase1, `"msg":"handed off"`) {
+		t.Fatalf("the action exited %d, want 0 and the hand-off; its output:\n%s", exit.ExitCode, r.phase1)
 	}
 
 	deadline := time.Now().Add(cmp.Or(a.resultWait, time.Minute))
@@ -210,10 +227,14 @@ func TestContainerdEngine(t *testing.T) {
 			t.Errorf("probe env has waitdaemon's %s", kv)
 		}
 	}
-	for _, ns := range []string{"pid", "net"} {
-		if probe.Namespaces[ns] != hostNamespace(t, ns) {
-			t.Errorf("probe %s namespace %s, want the host's %s, as the action's", ns, probe.Namespaces[ns], hostNamespace(t, ns))
-		}
+	// The README's template: the host's pid namespace, and the agent's
+	// own network namespace, which goes with the action: the user
+	// container gets one of its own.
+	if probe.Namespaces["pid"] != hostNamespace(t, "pid") {
+		t.Errorf("probe pid namespace %s, want the host's %s, as the action's", probe.Namespaces["pid"], hostNamespace(t, "pid"))
+	}
+	if probe.Namespaces["net"] == hostNamespace(t, "net") || probe.Namespaces["net"] == "" {
+		t.Errorf("probe net namespace %q, want one of its own, as the action has", probe.Namespaces["net"])
 	}
 	if !slices.Contains(probe.Mounts, "/out") || !slices.Contains(probe.Mounts, containerdapi.DefaultSocket) {
 		t.Errorf("probe mounts %q, want the action's volumes", probe.Mounts)
@@ -235,6 +256,8 @@ func TestContainerdEngine(t *testing.T) {
 	t.Run("kept failure, then the next run", func(t *testing.T) {
 		name := "tinkerbell_cd-kept_01JE2E" + randomHex(10)
 		out := t.TempDir()
+		// The first action's waiter has stopped, for this one's to sweep.
+		settled(t, eng, r.id, 30*time.Second, phase.RoleWaiter+" stopped")
 		failed := runCDAction(t, ctx, c, eng, actionImg, cdAction{
 			name: name, args: []string{"--exit=3"}, private: true, volumes: [][2]string{{out, "/out"}},
 			env: []string{user, "WAIT_SECONDS=0", "WAITDAEMON_RETRIES=1", "WAITDAEMON_LOG_TAIL=200", "PROBE_DIR=/out", "PROBE_NAME=failed"},
@@ -318,6 +341,37 @@ func TestContainerdEngine(t *testing.T) {
 			}
 		}
 		settled(t, eng, next.id, 30*time.Second, "waiter stopped")
+	})
+
+	t.Run("the host's network", func(t *testing.T) {
+		out := t.TempDir()
+		r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
+			name: "tinkerbell_cd-hostnet_01JE2E" + randomHex(10), network: "host", volumes: [][2]string{{out, "/out"}},
+			env: []string{user, "WAIT_SECONDS=0", "PROBE_DIR=/out", "PROBE_NAME=hostnet"},
+		})
+		if r.result.ExitCode != 0 {
+			t.Fatalf("result %+v, want exit 0", r.result)
+		}
+		probe, ok := readProbe(t, out, "hostnet")
+		if !ok {
+			t.Fatal("the probe left no report")
+		}
+		host, _ := os.Hostname()
+		if probe.Namespaces["net"] != hostNamespace(t, "net") || probe.Hostname != host {
+			t.Errorf("probe net namespace %s, hostname %q; want the host's, %s and %q", probe.Namespaces["net"], probe.Hostname, hostNamespace(t, "net"), host)
+		}
+		// This host has all three /etc files: each is bound, and none is
+		// the action's, which the agent deleted.
+		for _, f := range ocispec.HostFiles {
+			if !slices.Contains(probe.Mounts, f) {
+				t.Errorf("probe mounts %q lack the host's %s", probe.Mounts, f)
+			}
+		}
+		for _, m := range r.spec.Mounts {
+			if slices.Contains(ocispec.HostFiles, m.Destination) && m.Source == m.Destination {
+				t.Errorf("the action binds the host's %s, which tink-agent never does: %+v", m.Destination, m)
+			}
+		}
 	})
 }
 
@@ -448,4 +502,94 @@ func hostCapBnd(t *testing.T) string {
 	}
 	t.Fatal("no CapBnd in /proc/self/status")
 	return ""
+}
+
+// TestContainerdSnapshotter: in a namespace whose default snapshotter is
+// not overlayfs (its containerd.io/defaults/snapshotter label), where
+// tink-agent unpacks the images and makes the action's snapshot, the
+// waiter and the user container are made in the action's snapshotter,
+// and the user image found there without a pull.
+func TestContainerdSnapshotter(t *testing.T) {
+	c, _, actionImg := setupContainerd(t)
+	const ns, snapshotter = "waitdaemon-native", "native"
+	ctx := testCtx(t)
+	ctr := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(ctrBinary, append([]string{"-a", containerdSocket}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ctr %q: %v\n%s", args, err, out)
+		}
+	}
+	list, err := c.NamespaceList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(list, func(n containerdapi.Namespace) bool { return n.Name == ns }) {
+		ctr("namespaces", "create", ns)
+	}
+	ctr("namespaces", "label", ns, tinkagent.SnapshotterLabel+"="+snapshotter)
+	// The images unpacked in that snapshotter alone: removed first, with
+	// their snapshots in every snapshotter.
+	refs := []string{"docker.io/library/" + actionImg, "docker.io/library/" + probeImage}
+	rm := func() {
+		_ = exec.Command(ctrBinary, append([]string{"-a", containerdSocket, "-n", ns, "images", "rm", "--sync"}, refs...)...).Run()
+	}
+	rm()
+	importImagesTo(t, ns, snapshotter, actionImg, probeImage)
+	t.Cleanup(rm)
+	nc := &containerdapi.Client{Socket: containerdSocket, Namespace: ns}
+	eng := containerd.New(nc)
+
+	out := t.TempDir()
+	a := tinkagent.Action{
+		ID: "01JE2E" + strings.ToUpper(randomHex(10)), Name: "native", Image: "docker.io/library/" + actionImg, Args: []string{"reboot"},
+		Env:     []string{"IMAGE=docker.io/library/" + probeImage, "WAIT_SECONDS=0", "PROBE_DIR=/out", "PROBE_NAME=native", "WAITDAEMON_PULL_POLICY=never"},
+		Volumes: []string{containerdSocket + ":" + containerdapi.DefaultSocket, out + ":/out"}, PID: "host",
+	}
+	created, err := (&tinkagent.Containerd{C: nc}).Create(ctx, a)
+	if err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = created.Finish(ctx, tinkagent.Result{ExitCode: -1})
+		left, _ := eng.List(ctx, phase.LabelActionID, created.ID)
+		for _, l := range left {
+			_ = eng.Remove(ctx, l.ID)
+			_ = os.RemoveAll(filepath.Join(containerd.DefaultLogDir, l.ID))
+		}
+		_ = eng.Remove(ctx, created.ID)
+	})
+	if created.Snapshotter != snapshotter {
+		t.Fatalf("the agent made the action in %q, want the namespace's %s", created.Snapshotter, snapshotter)
+	}
+	res, err := created.Run(ctx)
+	if err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	if err := created.Finish(ctx, res); err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("the action exited %d, want 0:\n%s", res.ExitCode, res.Output)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, ok := readProbe(t, out, "native"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the user container did not run in a minute; phase 1 said:\n%s", res.Output)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, l := range settled(t, eng, created.ID, 30*time.Second, phase.RoleWaiter+" stopped") {
+		rec, err := nc.ContainerGet(ctx, l.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Snapshotter != snapshotter {
+			t.Errorf("the waiter's snapshotter = %q, want the action's, %s", rec.Snapshotter, snapshotter)
+		}
+	}
 }
