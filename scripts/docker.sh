@@ -61,16 +61,10 @@ case $engine in
 	runc_version=v1.4.0
 	bin_dockerd=$cache/docker-$moby_version
 	;;
-28)
+28 | 26)
 	source=docker
 	docker_version=28.2.2
-	containerd_version=v1.7.27
-	runc_version=v1.2.6
-	bin_dockerd=$cache/docker-$docker_version
-	;;
-26)
-	source=docker
-	docker_version=26.1.4
+	[ "$engine" = 28 ] || docker_version=26.1.4
 	containerd_version=v1.7.27
 	runc_version=v1.2.6
 	bin_dockerd=$cache/docker-$docker_version
