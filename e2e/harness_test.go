@@ -74,9 +74,9 @@ type testEngine struct {
 	// tracedAuth is how the verbose trace of a pull shows the registry
 	// credentials it sends.
 	tracedAuth string
-	// privileged: privileged containers start (Podman's, Docker 29's
-	// with runc 1.4 and Docker 28.2's and 26.1's with runc 1.2.6 do on
-	// these machines; Docker 20.10's cannot: a missing capability).
+	// privileged: privileged containers start (Podman's, Docker 29's on
+	// runc 1.4, 28.2's on runc 1.2.6 and 26.1's on runc 1.1.12 do on these
+	// machines; Docker 20.10's cannot: a missing capability).
 	privileged bool
 	// cgroupns: a private cgroup namespace is honoured (Podman 4.3's
 	// compatible API drops it).

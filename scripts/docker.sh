@@ -8,7 +8,7 @@
 #	28  dockerd 28.2.2 (API 1.50), HookOS v0.11's, with the containerd
 #	    1.7.27 and runc 1.2.6 it ships with; the graph driver's store
 #	26  dockerd 26.1.4 (API 1.45), HookOS v0.9-v0.10's 26.1 line, on
-#	    containerd 1.7.27 and runc 1.2.6 (see pairing below)
+#	    containerd 1.7.27 and the runc 1.1.12 it ships with
 #
 #	sock=$(scripts/docker.sh 28)         # /run/docker28/docker.sock
 #	DOCKER_HOST=unix://$sock docker version
@@ -34,11 +34,12 @@
 # 20.10's bridge.)
 #
 # Pairing: 28.2.2 runs on what its release ships (containerd 1.7.27, runc
-# 1.2.6). 26.1.4 shipped containerd 1.7.18 and runc 1.1.12; it runs on
-# 28's pair instead: containerd 1.7.27 is the same 1.7 line (the same API
-# and shim; HookOS v0.9's 26.1.0 shipped 1.7.15, so no one patch release
-# is HookOS's), and runc 1.1 cannot start a privileged container on these
-# machines ("unable to apply caps"), which every real action is.
+# 1.2.6), and 26.1.4 on its runc 1.1.12, but on 28's containerd 1.7.27
+# rather than its 1.7.18: the same 1.7 line, the same API and shim
+# (HookOS v0.9's 26.1.0 shipped 1.7.15, so no one patch release is
+# HookOS's), one build fewer. Both start privileged containers here, as
+# every real action is; only Docker 20.10's cannot ("unable to apply
+# caps", on any runc).
 #
 # Its daemon.json lists the end-to-end tests' registry by name in
 # insecure-registries, as HookOS declares a plain-HTTP registry. An engine
@@ -59,21 +60,25 @@ case $engine in
 	docker_version=29.8.1-dev
 	containerd_version=v2.2.1
 	runc_version=v1.4.0
-	bin_dockerd=$cache/docker-$moby_version
 	;;
-28 | 26)
+28)
 	source=docker
 	docker_version=28.2.2
-	[ "$engine" = 28 ] || docker_version=26.1.4
 	containerd_version=v1.7.27
 	runc_version=v1.2.6
-	bin_dockerd=$cache/docker-$docker_version
+	;;
+26)
+	source=docker
+	docker_version=26.1.4
+	containerd_version=v1.7.27
+	runc_version=v1.1.12
 	;;
 *)
 	echo "usage: $0 29|28|26 [start|stop]" >&2
 	exit 2
 	;;
 esac
+bin_dockerd=$cache/docker-${moby_version:-$docker_version}
 bin_containerd=$cache/containerd-$containerd_version
 
 name=docker$engine
@@ -228,8 +233,8 @@ start() {
 			-ldflags "-X github.com/docker/docker/dockerversion.Version=$docker_version -X github.com/docker/docker/dockerversion.GitCommit=v$docker_version" \
 			-- ./cmd/dockerd ./cmd/docker-proxy
 	fi
-	# Debian's runc 1.1.5 cannot start a privileged container here, nor
-	# take Docker 29's specs (the time namespace).
+	# The engine's own runc: Debian's 1.1.5 does not take Docker 29's
+	# specs (the time namespace).
 	bin_runc=$("$(dirname "$0")/runc.sh" "$runc_version")
 	if [ ! -x "$bin_containerd/containerd" ] || [ ! -x "$bin_containerd/containerd-shim-runc-v2" ]; then
 		rm -f "$bin_containerd/containerd"

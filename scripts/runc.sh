@@ -2,12 +2,13 @@
 # Builds runc VERSION (default v1.4.0; with seccomp, linked statically)
 # into /var/cache/waitdaemon/runc-VERSION if it is not there yet, and
 # prints that directory on stdout (everything else goes to stderr).
-# Docker 29 and the test containerd run on runc 1.4, Docker 28.2 and 26.1
-# on 1.2.6 (scripts/docker.sh): real actions are privileged, and runc 1.2
-# and later start privileged containers on these machines, where Debian's
-# runc 1.1.5 cannot (a missing capability), nor does it take Docker 29's
-# specs (the time namespace). Static, it runs on a machine without
-# libseccomp too (a HookOS-like VM).
+# Docker 29 and the test containerd run on runc 1.4, Docker 28.2 on 1.2.6
+# and 26.1 on 1.1.12, as their releases ship them (scripts/docker.sh):
+# real actions are privileged, and each starts privileged containers on
+# these machines (Docker 20.10 cannot, on any runc: a missing
+# capability); Debian's runc 1.1.5 does not take Docker 29's specs (the
+# time namespace). Static, it runs on a machine without libseccomp too (a
+# HookOS-like VM).
 set -euo pipefail
 
 version=${1:-v1.4.0}
