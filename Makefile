@@ -15,7 +15,7 @@ HOSTARCH := $(shell go env GOARCH)
 GOBUILD = CGO_ENABLED=0 GOOS=linux go build -trimpath \
 	-gcflags=all=-l -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: build test image probe-image demo bench record fuzz mutate engine docker29 clean oci push containerd record-containerd
+.PHONY: build test image probe-image demo bench record fuzz mutate engine docker29 docker28 docker26 clean oci push containerd record-containerd
 
 build: $(foreach a,$(ARCHES),bin/waitdaemon-linux-$(a))
 
@@ -25,9 +25,10 @@ bin/waitdaemon-linux-%: FORCE
 FORCE:
 
 # The end-to-end suite runs on every engine of its table: Docker 20.10,
-# Docker 29, Podman 4.3 (started by the tests) and containerd 2.2.1. The
-# first run builds Docker 29 and containerd into /var/cache/waitdaemon.
-test: engine docker29 containerd
+# Docker 29, 28.2 and 26.1, Podman 4.3 (started by the tests) and
+# containerd 2.2.1. The first run builds Docker 29, 28.2 and 26.1 and
+# containerd into /var/cache/waitdaemon.
+test: engine docker29 docker28 docker26 containerd
 	go test -race -count=1 -timeout 45m ./...
 
 image: bin/waitdaemon-linux-$(HOSTARCH)
@@ -68,17 +69,19 @@ probe-image:
 	cp testdata/probe/Dockerfile bin/probe/
 	DOCKER_BUILDKIT=0 docker build -q -t $(PROBE_IMAGE) bin/probe
 
-# On Docker 20.10, then on Docker 29, on the test containerd (actions made
-# as tink-agent makes them, in its namespace) and on Podman 4.3 (a service
-# of its own, scripts/podman.sh), with the same images: phase 1 against
-# each engine's own floor.
-DOCKER29_SOCKET = /run/docker29/docker.sock
+# On Docker 20.10, then on Docker 29, 28.2 and 26.1, on the test
+# containerd (actions made as tink-agent makes them, in its namespace) and
+# on Podman 4.3 (a service of its own, scripts/podman.sh), with the same
+# images: phase 1 against each engine's own floor.
+DOCKER_SOCKETS = /run/docker29/docker.sock /run/docker28/docker.sock /run/docker26/docker.sock
 CONTAINERD_SOCKET = /run/containerd-test/containerd.sock
 CTR = /var/cache/waitdaemon/containerd-v2.2.1/ctr
-bench: engine docker29 containerd build image probe-image
+bench: engine docker29 docker28 docker26 containerd build image probe-image
 	go run ./bench -image $(IMAGE) -probe $(PROBE_IMAGE)
-	docker save $(IMAGE) $(PROBE_IMAGE) | docker -H unix://$(DOCKER29_SOCKET) load -q
-	go run ./bench -image $(IMAGE) -probe $(PROBE_IMAGE) -socket $(DOCKER29_SOCKET) -svg ""
+	for sock in $(DOCKER_SOCKETS); do \
+		docker save $(IMAGE) $(PROBE_IMAGE) | docker -H unix://$$sock load -q && \
+		go run ./bench -image $(IMAGE) -probe $(PROBE_IMAGE) -socket $$sock -svg "" || exit 1; \
+	done
 	docker save $(IMAGE) $(PROBE_IMAGE) | $(CTR) -a $(CONTAINERD_SOCKET) -n tinkerbell images import - >/dev/null
 	go run ./bench -engine containerd -image $(IMAGE) -probe $(PROBE_IMAGE) -socket $(CONTAINERD_SOCKET)
 	sock=$$(scripts/podman.sh) && docker save $(IMAGE) $(PROBE_IMAGE) | CONTAINERS_CONF=/run/waitdaemon-podman/containers.conf podman load -q >/dev/null && \
@@ -92,12 +95,15 @@ demo: engine image probe-image $(if $(filter containerd,$(ENGINE)),containerd)
 engine:
 	@scripts/engine.sh
 
-# A real Docker 29 beside 20.10, on a socket of its own (built and cached
-# under /var/cache/waitdaemon the first time, about 10 minutes).
-docker29:
-	@scripts/docker29.sh
+# A real Docker 29, 28.2 (HookOS v0.11's) or 26.1 (HookOS v0.9's line)
+# beside 20.10, each on a socket of its own, /run/dockerNN/docker.sock
+# (built and cached under /var/cache/waitdaemon the first time: about 10
+# minutes for 29, 8 for 28.2 with its containerd and runc, then 4 for
+# 26.1).
+docker29 docker28 docker26:
+	@scripts/docker.sh $(subst docker,,$@)
 
-record: engine docker29
+record: engine docker29 docker28 docker26
 	testdata/record.sh
 
 # A test containerd 2.2.1 on /run/containerd-test/containerd.sock (built

@@ -19,10 +19,10 @@ import (
 const fixtures = "../testdata/fixtures"
 
 // The engines whose happy paths were recorded.
-var engines = []string{"docker-20.10", "podman-4.3", "docker-29.8"}
+var engines = []string{"docker-20.10", "podman-4.3", "docker-29.8", "docker-28.2", "docker-26.1"}
 
 // The Docker engines, whose pulls and refused versions were recorded too.
-var dockers = []string{"docker-20.10", "docker-29.8"}
+var dockers = []string{"docker-20.10", "docker-29.8", "docker-28.2", "docker-26.1"}
 
 // fixtureImage is built by `make record` from busybox; its Env carries
 // PATH=/bin and its label org.waitdaemon.fixture=1.
@@ -48,7 +48,7 @@ func ctx(t *testing.T) context.Context {
 }
 
 func TestPing(t *testing.T) {
-	want := map[string]string{"docker-20.10": "1.41", "podman-4.3": "1.41", "docker-29.8": "1.56"}
+	want := map[string]string{"docker-20.10": "1.41", "podman-4.3": "1.41", "docker-29.8": "1.56", "docker-28.2": "1.50", "docker-26.1": "1.45"}
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
 			c := client(t, engine, "Ping")
@@ -299,8 +299,9 @@ func TestPullAuth(t *testing.T) {
 }
 
 // TestVersionRefused pins versions the engine refuses: too new (JSON
-// error) and too old (text/plain on 20.10). Docker 29 refuses versions
-// below 1.40, so a client pinned to an old version breaks on it.
+// error) and too old (text/plain on 20.10 and 28.2, JSON on 26.1 and
+// 29). Docker 29 refuses versions below 1.40, so a client pinned to an
+// old version breaks on it; 28.2 and 26.1 refuse those below 1.24.
 func TestVersionRefused(t *testing.T) {
 	type refusal struct {
 		version string
@@ -314,6 +315,14 @@ func TestVersionRefused(t *testing.T) {
 		"docker-29.8": {
 			{"1.99", "client version 1.99 is too new. Maximum supported API version is 1.56"},
 			{"1.39", "client version 1.39 is too old. Minimum supported API version is 1.40"},
+		},
+		"docker-28.2": {
+			{"1.99", "client version 1.99 is too new. Maximum supported API version is 1.50"},
+			{"1.23", "client version 1.23 is too old. Minimum supported API version is 1.24"},
+		},
+		"docker-26.1": {
+			{"1.99", "client version 1.99 is too new. Maximum supported API version is 1.45"},
+			{"1.23", "client version 1.23 is too old. Minimum supported API version is 1.24"},
 		},
 	}
 	for _, engine := range dockers {

@@ -72,21 +72,42 @@ func TestVersionLess(t *testing.T) {
 	}
 }
 
-// TestNegotiateNewer replays a negotiation recorded from an engine newer
-// than the client: Docker 29 answers the ping with Api-Version 1.56 and
-// refuses versions below 1.40. The client must prefix its requests with
-// MaxVersion, and that must lie within the engine's range.
-func TestNegotiateNewer(t *testing.T) {
-	s := rr.Open(t, "../testdata/fixtures", "docker-29.8", "Negotiate")
-	c := &dockerapi.Client{Socket: s.Socket, Transport: s.Transport}
-	v, err := c.EngineVersion(shortCtx(t))
-	if err != nil {
-		t.Fatal(err)
+// TestNegotiateRecorded replays negotiations recorded from real engines:
+// Docker 29 answers the ping with Api-Version 1.56, newer than the client,
+// and refuses versions below 1.40; HookOS's Docker 28.2 answers 1.50, the
+// client's own maximum, and 26.1 answers 1.45, below it. The client must
+// prefix its requests with min(MaxVersion, the engine's version), and
+// that must lie within the engine's range.
+func TestNegotiateRecorded(t *testing.T) {
+	cases := []struct{ engine, api, want string }{
+		{"docker-29.8", "1.56", dockerapi.MaxVersion},
+		{"docker-28.2", "1.50", "1.50"},
+		{"docker-26.1", "1.45", "1.45"},
 	}
-	if !dockerapi.VersionLess(dockerapi.MaxVersion, v.APIVersion) {
-		t.Fatalf("EngineVersion() = API %s, want one newer than MaxVersion %s: the fixture is for an engine newer than the client", v.APIVersion, dockerapi.MaxVersion)
+	for _, tc := range cases {
+		t.Run(tc.engine, func(t *testing.T) {
+			s := rr.Open(t, "../testdata/fixtures", tc.engine, "Negotiate")
+			c := &dockerapi.Client{Socket: s.Socket, Transport: s.Transport}
+			v, err := c.EngineVersion(shortCtx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.APIVersion != tc.api {
+				t.Fatalf("EngineVersion() = API %s, want %s", v.APIVersion, tc.api)
+			}
+			speaksAt(t, c, tc.want, "org.waitdaemon.test=negotiate")
+			if dockerapi.VersionLess(tc.want, v.MinAPIVersion) {
+				t.Errorf("APIVersion() = %s, below the engine's minimum %s", tc.want, v.MinAPIVersion)
+			}
+		})
 	}
-	list, err := c.ContainerList(shortCtx(t), "org.waitdaemon.test=negotiate")
+}
+
+// speaksAt lists the containers the filters select, finds none, and
+// checks that c negotiated want.
+func speaksAt(t *testing.T, c *dockerapi.Client, want string, filters ...string) {
+	t.Helper()
+	list, err := c.ContainerList(shortCtx(t), filters...)
 	if err != nil {
 		t.Fatalf("ContainerList() error = %v", err)
 	}
@@ -94,11 +115,8 @@ func TestNegotiateNewer(t *testing.T) {
 		t.Errorf("ContainerList() = %+v, want none", list)
 	}
 	got, err := c.APIVersion(shortCtx(t))
-	if err != nil || got != dockerapi.MaxVersion {
-		t.Errorf("APIVersion() = %q, %v; want %q, nil", got, err, dockerapi.MaxVersion)
-	}
-	if dockerapi.VersionLess(got, v.MinAPIVersion) {
-		t.Errorf("APIVersion() = %s, below the engine's minimum %s", got, v.MinAPIVersion)
+	if err != nil || got != want {
+		t.Errorf("APIVersion() = %q, %v; want %q, nil", got, err, want)
 	}
 }
 
@@ -117,18 +135,7 @@ func TestNegotiateHandmade(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := rr.Open(t, "../testdata/fixtures", "handmade", tc.name)
-			c := &dockerapi.Client{Socket: s.Socket, Transport: s.Transport}
-			list, err := c.ContainerList(shortCtx(t))
-			if err != nil {
-				t.Fatalf("ContainerList() error = %v", err)
-			}
-			if len(list) != 0 {
-				t.Errorf("ContainerList() = %+v, want none", list)
-			}
-			got, err := c.APIVersion(shortCtx(t))
-			if err != nil || got != tc.want {
-				t.Errorf("APIVersion() = %q, %v; want %q, nil", got, err, tc.want)
-			}
+			speaksAt(t, &dockerapi.Client{Socket: s.Socket, Transport: s.Transport}, tc.want)
 		})
 	}
 }

@@ -11,9 +11,9 @@ import (
 )
 
 // TestConformance holds each real engine to the engine contract
-// (package engine/conformance): Docker 20.10, Docker 29 and containerd.
-// Podman is left out: its 4.3 forgets a failed start (forgetsFailedStart),
-// which the contract's List reports as a run.
+// (package engine/conformance): Docker 20.10, 29, 28.2 and 26.1, and
+// containerd. Podman is left out: its 4.3 forgets a failed start
+// (forgetsFailedStart), which the contract's List reports as a run.
 func TestConformance(t *testing.T) {
 	for _, e := range engines {
 		if e.name == "podman" {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,9 +75,9 @@ type testEngine struct {
 	// tracedAuth is how the verbose trace of a pull shows the registry
 	// credentials it sends.
 	tracedAuth string
-	// privileged: privileged containers start (Podman's and Docker 29's,
-	// with runc 1.4, do on these machines; Docker 20.10's cannot: a
-	// missing capability).
+	// privileged: privileged containers start (Podman's, Docker 29's on
+	// runc 1.4, 28.2's on runc 1.2.6 and 26.1's on runc 1.1.12 do on these
+	// machines; Docker 20.10's cannot: a missing capability).
 	privileged bool
 	// cgroupns: a private cgroup namespace is honoured (Podman 4.3's
 	// compatible API drops it).
@@ -99,12 +100,41 @@ type testEngine struct {
 	runtimeMounts []string
 }
 
-// engines is the engine table.
-var engines = []testEngine{
+// allEngines is the engine table.
+var allEngines = []testEngine{
 	{name: "docker", setup: setup, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
 	{name: "docker29", setup: setupDocker29, privileged: true, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
+	{name: "docker28", setup: setupDocker28, privileged: true, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
+	{name: "docker26", setup: setupDocker26, privileged: true, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
 	{name: "podman", setup: setupPodman, privileged: true, localhost: true, makesBindSource: true, forgetsFailedStart: true, runtimeEnv: []string{"HOSTNAME", "HOME", "container"}, runtimeMounts: []string{"/run/.containerenv"}},
 	{name: "containerd", containerd: true, keepsWaiter: true, streamsApart: true, plainHTTP: true, tracedAuth: `"secret": "<redacted>"`},
+}
+
+// engines are the rows the tests run on: the whole table, or those that
+// WAITDAEMON_E2E_ENGINES names (comma-separated, like docker28,docker26),
+// to run the suite on some engines alone. TestMain sets it.
+var engines = allEngines
+
+// selectEngines is the rows of table that list names, in the table's
+// order; all of them when list is empty. A name that is no row's is an
+// error, so that a misspelt list runs nothing rather than everything.
+func selectEngines(table []testEngine, list string) ([]testEngine, error) {
+	if strings.TrimSpace(list) == "" {
+		return table, nil
+	}
+	var names []string
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.ContainsFunc(table, func(e testEngine) bool { return e.name == name }) {
+			var all []string
+			for _, e := range table {
+				all = append(all, e.name)
+			}
+			return nil, fmt.Errorf("WAITDAEMON_E2E_ENGINES=%q: no engine %q in the table; want a comma-separated list of %s", list, name, strings.Join(all, ", "))
+		}
+		names = append(names, name)
+	}
+	return slices.DeleteFunc(slices.Clone(table), func(e testEngine) bool { return !slices.Contains(names, e.name) }), nil
 }
 
 // onEngines runs f on every engine of the table.
@@ -149,19 +179,20 @@ func onDockers(t *testing.T, f func(t *testing.T, c *dockerapi.Client)) {
 
 // engineOf is the row of the table whose engine c talks to.
 func engineOf(c *dockerapi.Client) testEngine {
-	name := "docker"
-	switch {
-	case isPodman(c):
-		name = "podman"
-	case c.SocketPath() == docker29.socket:
-		name = "docker29"
+	if isPodman(c) {
+		return engineNamed("podman")
 	}
-	return engineNamed(name)
+	for name, d := range builtDockers {
+		if d.socket != "" && c.SocketPath() == d.socket {
+			return engineNamed(name)
+		}
+	}
+	return engineNamed("docker")
 }
 
 // engineNamed is the row of the table called name.
 func engineNamed(name string) testEngine {
-	for _, e := range engines {
+	for _, e := range allEngines {
 		if e.name == name {
 			return e
 		}
@@ -445,4 +476,36 @@ func hostNamespace(t *testing.T, kind string) string {
 		t.Fatal(err)
 	}
 	return ns
+}
+
+// TestSelectEngines holds the row filter to its word: the rows named, in
+// the table's order; all of them for an empty list; an error naming a
+// row the table lacks.
+func TestSelectEngines(t *testing.T) {
+	names := func(rows []testEngine) string {
+		var s []string
+		for _, e := range rows {
+			s = append(s, e.name)
+		}
+		return strings.Join(s, ",")
+	}
+	all := names(allEngines)
+	for _, tc := range []struct{ list, want string }{
+		{"", all},
+		{" ", all},
+		{"docker26", "docker26"},
+		{"docker26, docker28", "docker28,docker26"},
+		{"containerd,docker", "docker,containerd"},
+	} {
+		got, err := selectEngines(allEngines, tc.list)
+		if err != nil || names(got) != tc.want {
+			t.Errorf("selectEngines(%q) = %s, %v; want %s", tc.list, names(got), err, tc.want)
+		}
+	}
+	if got, err := selectEngines(allEngines, "docker,docker27"); err == nil || !strings.Contains(err.Error(), `"docker27"`) {
+		t.Errorf("selectEngines(docker,docker27) = %s, %v; want an error naming docker27", names(got), err)
+	}
+	if names(allEngines) != "docker,docker29,docker28,docker26,podman,containerd" {
+		t.Errorf("the table's rows are %s", names(allEngines))
+	}
 }

@@ -39,8 +39,8 @@ const (
 	registryName = "registry.waitdaemon.test"
 	trapName     = "trap.waitdaemon.test"
 	// namedRegistryPort is the plain-HTTP registry's port:
-	// scripts/docker29.sh declares registry.waitdaemon.test:5017 in
-	// Docker 29's insecure-registries, as HookOS would.
+	// scripts/docker.sh declares registry.waitdaemon.test:5017 in
+	// Docker 29's, 28's and 26's insecure-registries, as HookOS would.
 	namedRegistryPort = 5017
 	// hostsMark ends the /etc/hosts line the tests add, so that they
 	// find it again, even one left by a run that was killed.
@@ -402,13 +402,21 @@ func TestContainerdHostDirMissing(t *testing.T) {
 	}
 }
 
-// TestNamedRegistryDocker29 pulls IMAGE, on Docker 29, from a plain-HTTP
-// registry by name that its daemon.json lists in insecure-registries, as
-// HookOS declares them (scripts/docker29.sh writes it).
-func TestNamedRegistryDocker29(t *testing.T) {
-	e := openRig(t, engineNamed("docker29"))
-	nameRegistries(t)
-	addr := startRegistryWith(t, registryOptions{port: namedRegistryPort})
-	ref := byName(pushProbe(t, pusher(t, e), addr, false))
-	pullByName(t, e, addr, ref, nil)
+// TestNamedRegistryDocker pulls IMAGE, on Docker 29, 28.2 and 26.1, from a
+// plain-HTTP registry by name that their daemon.json lists in
+// insecure-registries, as HookOS declares them (scripts/docker.sh writes
+// it).
+func TestNamedRegistryDocker(t *testing.T) {
+	for _, row := range engines {
+		if builtDockers[row.name] == nil {
+			continue
+		}
+		t.Run(row.name, func(t *testing.T) {
+			e := openRig(t, row)
+			nameRegistries(t)
+			addr := startRegistryWith(t, registryOptions{port: namedRegistryPort})
+			ref := byName(pushProbe(t, pusher(t, e), addr, false))
+			pullByName(t, e, addr, ref, nil)
+		})
+	}
 }

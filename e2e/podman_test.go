@@ -47,10 +47,17 @@ var podmanEngine struct {
 func podmanSocket() string { return filepath.Join(podmanEngine.dir, "podman.sock") }
 func podmanConf() string   { return filepath.Join(podmanEngine.dir, "containers.conf") }
 
-// TestMain stops the Podman service after the tests, if one was started.
-// (The package had no TestMain; the Podman service is its only shared
-// state that must not outlive the test binary.)
+// TestMain picks the rows of the engine table the tests run on
+// (WAITDAEMON_E2E_ENGINES), and stops the Podman service after the tests,
+// if one was started: it is the package's only shared state that must not
+// outlive the test binary.
 func TestMain(m *testing.M) {
+	rows, err := selectEngines(allEngines, os.Getenv("WAITDAEMON_E2E_ENGINES"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	engines = rows
 	code := m.Run()
 	stopPodman()
 	os.Exit(code)

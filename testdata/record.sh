@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Re-records the fixtures under testdata/fixtures from real engines:
 # Docker at /var/run/docker.sock (or DOCKER_HOST), a throwaway local
-# registry, Podman's Docker-compatible API, and Docker 29 beside them
-# (scripts/docker29.sh). Run it as `make record`.
+# registry, Podman's Docker-compatible API, and Docker 29, 28.2 and 26.1
+# beside them (scripts/docker.sh). Run it as `make record`;
+# RECORD="docker-28.2 docker-26.1" testdata/record.sh re-records only the
+# fixture directories it names.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 work=$(mktemp -d)
 pids=()
+socks=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	docker rm -f rr-run-to-exit rr-start-twice >/dev/null 2>&1 || true
-	[ -z "${sock29:-}" ] || docker -H "unix://$sock29" rm -f rr-run-to-exit rr-start-twice >/dev/null 2>&1 || true
+	for sock in "${socks[@]}"; do docker -H "unix://$sock" rm -f rr-run-to-exit rr-start-twice >/dev/null 2>&1 || true; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -71,19 +74,29 @@ docker save waitdaemon-fixture:1 | podman load -q >/dev/null
 podman rm -f rr-run-to-exit rr-start-twice >/dev/null 2>&1 || true
 for _ in $(seq 50); do [ -S "$work/podman.sock" ] && break; sleep 0.1; done
 
-echo "== docker 29"
-sock29=$(scripts/docker29.sh)
-docker29() { docker -H "unix://$sock29" "$@"; }
-docker save waitdaemon-fixture:1 | docker29 load -q >/dev/null
-docker29 rm -f rr-run-to-exit rr-start-twice >/dev/null 2>&1 || true
-# The pulls must find nothing there.
-docker29 rmi -f 127.0.0.1:5000/rr/good:1 127.0.0.1:5000/rr/broken:1 127.0.0.1:5001/rr/good:1 >/dev/null 2>&1 || true
+# The fixture directory of each Docker that scripts/docker.sh starts.
+declare -A dirs=([29]=docker-29.8 [28]=docker-28.2 [26]=docker-26.1)
+for v in 29 28 26; do
+	echo "== docker $v"
+	sock=$(scripts/docker.sh "$v")
+	socks+=("$sock")
+	docker save waitdaemon-fixture:1 | docker -H "unix://$sock" load -q >/dev/null
+	docker -H "unix://$sock" rm -f rr-run-to-exit rr-start-twice >/dev/null 2>&1 || true
+	# The pulls must find nothing there.
+	docker -H "unix://$sock" rmi -f 127.0.0.1:5000/rr/good:1 127.0.0.1:5000/rr/broken:1 127.0.0.1:5001/rr/good:1 >/dev/null 2>&1 || true
+done
 
 echo "== record"
 # Each run replays the other engine's fixtures, so a first recording may
 # report those missing; the second run then finds them.
+record=${RECORD:-docker-20.10 podman-4.3 docker-29.8 docker-28.2 docker-26.1}
+wanted() { [[ " $record " == *" $1 "* ]]; }
 rc=0
-go test ./dockerapi/ -count=1 -record=docker-20.10 || rc=1
-DOCKER_HOST="unix://$work/podman.sock" go test ./dockerapi/ -count=1 -record=podman-4.3 || rc=1
-DOCKER_HOST="unix://$sock29" go test ./dockerapi/ -count=1 -record=docker-29.8 || rc=1
+if wanted docker-20.10; then go test ./dockerapi/ -count=1 -record=docker-20.10 || rc=1; fi
+if wanted podman-4.3; then DOCKER_HOST="unix://$work/podman.sock" go test ./dockerapi/ -count=1 -record=podman-4.3 || rc=1; fi
+i=0
+for v in 29 28 26; do
+	if wanted "${dirs[$v]}"; then DOCKER_HOST="unix://${socks[$i]}" go test ./dockerapi/ -count=1 -record="${dirs[$v]}" || rc=1; fi
+	i=$((i + 1))
+done
 exit $rc
