@@ -104,7 +104,10 @@ type result struct {
 	// says why nothing was started, and ExitCode is -1.
 	ActionExitCode *int   `json:"action_exit_code,omitempty"`
 	NotStarted     string `json:"not_started,omitempty"`
-	BootID         string `json:"boot_id,omitempty"`
+	// Stopped says why the waiter stopped before the re-runs were spent:
+	// a signal during the pause before one.
+	Stopped string `json:"stopped,omitempty"`
+	BootID  string `json:"boot_id,omitempty"`
 }
 
 // attempt is one run of the user container, or the fallback's.
