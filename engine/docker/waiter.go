@@ -238,16 +238,33 @@ const (
 // once came back with the earlier run's exit code and none of its own
 // output, as if read before the new run had begun. A run counts as this
 // one when the container no longer runs and the engine's StartedAt is at
-// most a second before started (re-runs are seconds apart).
+// most a second before started (re-runs are seconds apart). A wait or
+// inspect that breaks without an answer is asked again, for engineLost at
+// most.
 func waitRun(ctx context.Context, c *dockerapi.Client, container string, started time.Time) (dockerapi.Container, int, error) {
+	var lostSince time.Time
 	for stale := 0; ; {
 		wr, err := c.ContainerWait(ctx, container, dockerapi.WaitNotRunning)
-		if err != nil {
-			return dockerapi.Container{}, 0, fmt.Errorf("following %s: %w", container, err)
+		var ctr dockerapi.Container
+		if err == nil {
+			ctr, err = c.ContainerInspect(ctx, container)
 		}
-		ctr, err := c.ContainerInspect(ctx, container)
-		if err != nil {
-			return ctr, 0, err
+		var lost *dockerapi.TransportError
+		switch {
+		case err == nil:
+			lostSince = time.Time{}
+		case errors.As(err, &lost) && ctx.Err() == nil && (lostSince.IsZero() || time.Since(lostSince) < engineLost):
+			// No answer (the engine restarting under a run that goes
+			// on): ask again.
+			if lostSince.IsZero() {
+				lostSince = time.Now()
+			}
+			if !engine.Sleep(ctx, time.Second) {
+				return ctr, 0, ctx.Err()
+			}
+			continue
+		default:
+			return ctr, 0, fmt.Errorf("following %s: %w", container, err)
 		}
 		at, perr := time.Parse(time.RFC3339Nano, ctr.State.StartedAt)
 		this := perr == nil && !at.Before(started.Add(-time.Second))

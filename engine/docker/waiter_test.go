@@ -18,6 +18,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/internal/linediff"
 	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // TestWaitRun: a wait that answers for an earlier run (the container
@@ -493,5 +494,37 @@ func TestWaitRunFails(t *testing.T) {
 	}
 	if _, _, err := waitRun(context.Background(), e.C, "noinspect", time.Now()); err == nil || !strings.Contains(err.Error(), "bad inspect") {
 		t.Errorf("waitRun() = %v, want the inspect's error", err)
+	}
+}
+
+// TestWaitRunLost: a wait that breaks without an answer (the engine
+// restarting under a run that goes on) is asked again, and the answer
+// that comes settles the run.
+func TestWaitRunLost(t *testing.T) {
+	var mu sync.Mutex
+	waits := 0
+	sent := time.Now()
+	started := sent.Add(10 * time.Millisecond).Format(time.RFC3339Nano)
+	e := fakeDocker(t, map[string]http.HandlerFunc{
+		"/containers/run/wait": func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			waits++
+			n := waits
+			mu.Unlock()
+			if n <= 2*(socketclient.MaxRetries+1) {
+				panic(http.ErrAbortHandler) // the connection breaks, no answer, each retry of the client's too
+			}
+			fmt.Fprint(w, `{"StatusCode":3}`)
+		},
+		"/containers/run/json": func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, `{"Id":"run","State":{"StartedAt":%q,"FinishedAt":"f","ExitCode":3}}`, started)
+		},
+	})
+	e.C.WaitForEngine = -1
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, code, err := waitRun(ctx, e.C, "run", sent)
+	if err != nil || code != 3 {
+		t.Errorf("waitRun() = %d, %v; want the run's exit 3, settled once the engine answered", code, err)
 	}
 }
