@@ -184,7 +184,7 @@ func policy(waitForEngine time.Duration, rule Rule) retryablehttp.CheckRetry {
 			}
 			return time.Since(a.down) < waitForEngine, nil
 		}
-		a.down = time.Time{} // it was there
+		a.down = time.Time{}   // it was there
 		answer := MayHaveActed // the connection broke: the request may have reached it
 		if err == nil {
 			answer = rule(resp)
