@@ -240,7 +240,12 @@ func (s *Settings) readSwitches(in Inputs) (err error) {
 func (s *Settings) readRegistry(in Inputs) error {
 	s.RegistryConfig = DefaultDockerConfig
 	if dir, _ := lookup(in.Env, "DOCKER_CONFIG"); dir != "" {
-		s.RegistryConfig = dir
+		// Clean, so that the directory withheld from the user container
+		// is the one the action binds, however it was spelt.
+		if !path.IsAbs(dir) {
+			return bad("DOCKER_CONFIG", dir, "an absolute path to the directory of config.json, like /root/.docker")
+		}
+		s.RegistryConfig = path.Clean(dir)
 	}
 	user, password := strings.TrimSpace(in.RegistryUsername), strings.TrimSpace(in.RegistryPassword)
 	if user != "" || password != "" {

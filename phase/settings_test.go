@@ -323,3 +323,21 @@ func TestBadHidesSecrets(t *testing.T) {
 		t.Errorf("bad() = %v; want the name without its value", err)
 	}
 }
+
+// TestDockerConfigCleaned: DOCKER_CONFIG is taken clean, so that the
+// directory withheld from the user container is the one the action
+// binds, however it was spelt; one that is not absolute is bad input.
+func TestDockerConfigCleaned(t *testing.T) {
+	for _, v := range []string{"/root//.docker", "/root/./.docker", "/root/.docker/.", "/root/.docker/", " /root/.docker "} {
+		s, err := ReadInputs([]string{"IMAGE=alpine", "DOCKER_CONFIG=" + v}).Validate()
+		if err != nil || s.RegistryConfig != "/root/.docker" {
+			t.Errorf("DOCKER_CONFIG=%q: config %q, %v; want /root/.docker", v, s.RegistryConfig, err)
+		}
+	}
+	for _, v := range []string{"root/.docker", ".docker", "./x"} {
+		_, err := ReadInputs([]string{"IMAGE=alpine", "DOCKER_CONFIG=" + v}).Validate()
+		if exitCode(err) != engine.ExitInput || !strings.Contains(fmt.Sprint(err), "DOCKER_CONFIG") || !strings.Contains(fmt.Sprint(err), "absolute") {
+			t.Errorf("DOCKER_CONFIG=%q: %v (exit %d); want bad input naming it, asking for an absolute path", v, err, exitCode(err))
+		}
+	}
+}
