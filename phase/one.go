@@ -79,12 +79,28 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 // container (and the fallback), pulling their images if needed; then
 // confirms the result file. The waiter needs only the names of what it
 // will start, so the two go at once: they are the slowest steps (on
-// containerd each create is a runtime's create).
+// containerd each create is a runtime's create). The first to fail cuts
+// the other short (a missing result directory does not wait out a pull),
+// and its error is the hand-off's.
 func (h *Handoff) handOff(ctx context.Context, eng engine.Engine, s Settings, self engine.Self, o Options) error {
+	both, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	waiter := make(chan error, 1)
-	go func() { waiter <- h.createWaiter(ctx, eng, s.ResultFile) }()
-	err := h.createUser(ctx, eng, s, self, o.Stdout)
+	go func() {
+		err := h.createWaiter(both, eng, s.ResultFile)
+		if err != nil {
+			cancel(err)
+		}
+		waiter <- err
+	}()
+	err := h.createUser(both, eng, s, self, o.Stdout)
+	if err != nil {
+		cancel(err)
+	}
 	if err = errors.Join(<-waiter, err); err != nil {
+		if first := context.Cause(both); ctx.Err() == nil && first != nil {
+			return first
+		}
 		return err
 	}
 	if s.ResultFile != "" {

@@ -55,6 +55,8 @@ type Engine struct {
 	ExitedAt      time.Time
 	ActionCode    int
 	ActionRemoved bool
+	// PullTakes is how long a pull takes, unless its ctx ends first.
+	PullTakes time.Duration
 	// Block makes ActionExited (key "ActionExited") or Follow (key
 	// "Follow <name>") wait until ctx ends.
 	Block map[string]bool
@@ -75,6 +77,8 @@ type Engine struct {
 type Pull struct {
 	Image string
 	Auth  *engine.Auth
+	// Cut: its ctx ended before it was done.
+	Cut bool
 }
 
 type container struct {
@@ -339,13 +343,17 @@ func (e *Engine) HasImage(_ context.Context, ref imageref.Ref) (bool, error) {
 	return e.Images[ref.String()], nil
 }
 
-func (e *Engine) Pull(_ context.Context, ref imageref.Ref, auth *engine.Auth, progress func(done, total int64)) error {
+func (e *Engine) Pull(ctx context.Context, ref imageref.Ref, auth *engine.Auth, progress func(done, total int64)) error {
 	err, do := e.call("Pull", ref.String())
 	if do {
-		e.mu.Lock()
-		e.pulls = append(e.pulls, Pull{ref.String(), auth})
-		e.mu.Unlock()
 		progress(1, 2)
+		cut := !engine.Sleep(ctx, e.PullTakes)
+		e.mu.Lock()
+		e.pulls = append(e.pulls, Pull{ref.String(), auth, cut})
+		e.mu.Unlock()
+		if cut {
+			return fmt.Errorf("pulling %s: %w", ref, ctx.Err())
+		}
 		progress(2, 2)
 	}
 	return err
