@@ -13,8 +13,15 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/inherit"
 	"github.com/waitdaemon/waitdaemon/internal/redact"
 )
+
+// minSafeWait is the shortest wait that leaves the worker time to report
+// the action's success: it does so 60 to 160 ms after the action's exit,
+// after removing the action's container, and a server stalled for a
+// second would let the user container's reboot come first.
+const minSafeWait = 2
 
 // Handoff is phase 1's plan and what it made of it: it is the dry run's
 // output, the hand-off line, and the list of what to remove after a
@@ -62,6 +69,10 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 			return err
 		}
 		return h.print(o.Stdout)
+	}
+	if s.Wait < minSafeWait {
+		logEvent(o.Stdout, "warning: a wait below 2 seconds can let the user container (a reboot) come before the workflow's success is recorded",
+			map[string]any{"variable": inherit.WaitSeconds.Name(in.Env), "wait_seconds": s.Wait})
 	}
 	if err := clearLeftovers(ctx, eng, self, o.Stdout); err != nil {
 		return err

@@ -607,3 +607,35 @@ func TestOneWithholdsARegistryConfigThatIsThere(t *testing.T) {
 		})
 	}
 }
+
+// TestOneShortWaitWarns: a wait below 2 s is allowed, with a warning that
+// says why it is short: the worker reports the action's success some
+// 60–160 ms after its exit, and a stalled server can let the user
+// container's reboot come first.
+func TestOneShortWaitWarns(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		warn string // the variable named; "" no warning
+	}{
+		{[]string{"WAIT_SECONDS=0"}, "WAIT_SECONDS"},
+		{[]string{"WAIT_SECONDS=1"}, "WAIT_SECONDS"},
+		{[]string{"WAITDAEMON_WAIT_SECONDS=1", "WAIT_SECONDS=9"}, "WAITDAEMON_WAIT_SECONDS"},
+		{[]string{"WAIT_SECONDS=2"}, ""},
+		{nil, ""},
+	} {
+		eng := newFake()
+		out, _, err := phaseOne(t, eng, append([]string{"IMAGE=reboot:1"}, tc.env...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var first struct{ Msg, Variable string }
+		_ = json.Unmarshal([]byte(lines[0]), &first)
+		switch {
+		case tc.warn == "" && len(lines) != 1:
+			t.Errorf("%q: output\n%s\nwant the hand-off line alone", tc.env, out)
+		case tc.warn != "" && (len(lines) != 2 || !strings.Contains(first.Msg, "below 2 seconds") || first.Variable != tc.warn):
+			t.Errorf("%q: output\n%s\nwant a warning naming %s, then the hand-off line", tc.env, out, tc.warn)
+		}
+	}
+}
