@@ -102,19 +102,17 @@ const WaiterWaitForEngine = time.Minute
 // WaitForEngine.
 const engineLost = 2 * time.Minute
 
-// exitPollFor bounds how long the waiter also polls the action
-// container's state, besides waiting on it; exitPollEvery is the pause
-// between polls.
-const (
-	exitPollFor   = 30 * time.Second
-	exitPollEvery = 100 * time.Millisecond
-)
+// exitPollEvery is the pause between two looks at the action
+// container's state, besides the wait on it.
+const exitPollEvery = 100 * time.Millisecond
 
 // ActionExited waits for the action container to stop, or to be gone, and
 // returns when it stopped, by the engine's clock when it can tell. Besides
-// the engine's wait, it polls the container's state for a while: Podman
-// 4.3 answers a wait 250–900 ms after the exit, by when the worker may
-// have removed the container, and its exit time with it.
+// the engine's wait, it polls the container's state for as long as it
+// runs: Podman 4.3 answers a wait 250–900 ms after the exit, by when the
+// worker may have removed the container, and its exit time with it. The
+// action runs on while phase 1 pulls, however long the pull takes, and
+// no longer than the worker lets it.
 func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, error) {
 	either, stop := context.WithCancel(ctx)
 	defer stop()
@@ -140,13 +138,11 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 	}
 }
 
-// pollExit inspects container every exitPollEvery, for exitPollFor at
-// most, and sends when and how it stopped once it has. It gives up
-// quietly when the container is gone or the engine does not answer: the
-// wait says.
+// pollExit inspects container every exitPollEvery while it runs, and
+// sends when and how it stopped once it has. It gives up quietly when the
+// container is gone or the engine does not answer: the wait says.
 func pollExit(ctx context.Context, c *dockerapi.Client, container string, exited chan<- engine.Exit) {
-	deadline := time.Now().Add(exitPollFor)
-	for time.Now().Before(deadline) && engine.Sleep(ctx, exitPollEvery) {
+	for engine.Sleep(ctx, exitPollEvery) {
 		ctr, err := c.ContainerInspect(ctx, container)
 		if err != nil {
 			return

@@ -121,6 +121,9 @@ func TestActionExited(t *testing.T) {
 		{name: "the poll sees the exit first", waitBlocks: true, runningFor: 2, wantExited: finished, wantCode: 137},
 		{name: "the wait answers first", wantExited: finished, wantCode: 3},
 		{name: "gone", gone: true, wantRemoved: true},
+		// Phase 1 pulls while the waiter waits: the action can run long
+		// after the waiter began, and its exit is still seen by the poll.
+		{name: "the action runs on while phase 1 pulls", waitBlocks: true, runningFor: 25, wantExited: finished, wantCode: 137},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,7 +170,7 @@ func TestActionExited(t *testing.T) {
 			if !tc.wantExited.IsZero() && !exited.Equal(tc.wantExited) {
 				t.Errorf("ActionExited() = %v, want the engine's FinishedAt %v", exited, tc.wantExited)
 			}
-			if took := time.Since(began); took > 2*time.Second {
+			if took := time.Since(began); took > time.Duration(tc.runningFor)*exitPollEvery+2*time.Second {
 				t.Errorf("ActionExited() took %v", took)
 			}
 		})
