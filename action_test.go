@@ -30,13 +30,13 @@ func TestWaiterCommandLine(t *testing.T) {
 				`WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`, "WAITDAEMON_RESULT_FILE=/var/lib/w/result.json"},
 			want: phase.WaiterArgs{
 				UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 7, Retries: 2, LogTail: 5,
-				FallbackContainer: "act-waitdaemon-fallback", ResultFile: phase.ResultDir + "/result.json",
+				FallbackContainer: "act-waitdaemon-fallback", ResultFile: phase.ResultDir + "/result.json", UserImage: "reboot:1", FallbackImage: "reboot:1",
 			},
 		},
 		{
 			name: "the defaults",
 			env:  []string{"IMAGE=reboot:1"},
-			want: phase.WaiterArgs{UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 10, LogTail: 20},
+			want: phase.WaiterArgs{UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 10, LogTail: 20, UserImage: "reboot:1"},
 		},
 	}
 	for _, tc := range cases {

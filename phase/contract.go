@@ -56,6 +56,8 @@ type WaiterArgs struct {
 	LogTail           int    `required:"" help:"Lines of output kept in the result."`
 	FallbackContainer string `help:"A container to start once when the user container and its retries failed."`
 	ResultFile        string `help:"Where to write the result, inside the waiter."`
+	UserImage         string `help:"The user container's image, for the result of a run that could not start."`
+	FallbackImage     string `help:"The fallback's image, likewise."`
 }
 
 // Args is the waiter's command line for w, from the command's name on.
@@ -73,6 +75,12 @@ func (w WaiterArgs) Args() []string {
 	}
 	if w.ResultFile != "" {
 		args = append(args, "--result-file="+w.ResultFile)
+	}
+	if w.UserImage != "" {
+		args = append(args, "--user-image="+w.UserImage)
+	}
+	if w.FallbackImage != "" {
+		args = append(args, "--fallback-image="+w.FallbackImage)
 	}
 	return args
 }

@@ -148,6 +148,10 @@ func TestTwoSinceAfterStartFails(t *testing.T) {
 	if len(res.Attempts) != 3 || res.Attempts[1].ExitCode != 125 {
 		t.Fatalf("result = %+v; want three attempts, the second refused", res)
 	}
+	// The refused run has the image and command of the runs that ran.
+	if a := res.Attempts[1]; a.Image != "image-of-act-waitdaemon-user" || !slices.Equal(a.Command, []string{"run", "act-waitdaemon-user"}) {
+		t.Errorf("the refused run %+v; want the image and command of the runs before", a)
+	}
 	since := eng.Sinces("act-waitdaemon-user")
 	if len(since) != 2 || since[0] != "" || since[1] != res.Attempts[0].FinishedAt {
 		t.Errorf("the runs' output read since %q; want \"\", then the first run's end %q", since, res.Attempts[0].FinishedAt)
@@ -174,4 +178,20 @@ func TestTwoActionExitedFails(t *testing.T) {
 		t.Errorf("started something: %q", eng.Calls())
 	}
 	checkResultFile(t, args.ResultFile, res)
+}
+
+// TestTwoLastStartFails: a last run that could not start leaves the
+// result the image and command of the run before it.
+func TestTwoLastStartFails(t *testing.T) {
+	eng := waiterFake(false)
+	eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
+	eng.Once = map[string][]error{"Start act-waitdaemon-user": {nil, errors.New("500: the engine is out of sorts")}}
+	var out bytes.Buffer
+	if err := Two(context.Background(), eng, waiterArgs(1, false), Options{Stdout: &out}); err != nil {
+		t.Fatalf("phase 2: %v\n%s", err, out.String())
+	}
+	res := lastResult(t, out.String())
+	if len(res.Attempts) != 2 || res.ExitCode != 125 || res.Image != "image-of-act-waitdaemon-user" || !slices.Equal(res.Command, []string{"run", "act-waitdaemon-user"}) {
+		t.Errorf("result = %+v; want exit 125, and the image and command that ran", res)
+	}
 }

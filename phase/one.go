@@ -164,9 +164,11 @@ func newHandoff(eng engine.Engine, self engine.Self, s Settings, verbose bool) *
 		WaitSeconds:     s.Wait,
 		Retries:         s.Retries,
 		LogTail:         s.LogTail,
+		UserImage:       s.Image.String(),
 	}
 	if h.Fallback != nil {
 		args.FallbackContainer = h.Fallback.Name
+		args.FallbackImage = s.FallbackImage.String()
 	}
 	want := engine.Waiter{Name: h.Waiter.Name, Labels: labels(RoleWaiter, self.Name, self.ID)}
 	if s.ResultFile != "" {

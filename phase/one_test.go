@@ -143,14 +143,14 @@ func TestOneWaiterArgs(t *testing.T) {
 				`WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`, "WAITDAEMON_RESULT_FILE=/var/lib/w/result.json"},
 			want: WaiterArgs{
 				UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 7, Retries: 2, LogTail: 5,
-				FallbackContainer: "act-waitdaemon-fallback", ResultFile: ResultDir + "/result.json",
+				FallbackContainer: "act-waitdaemon-fallback", ResultFile: ResultDir + "/result.json", UserImage: "reboot:1", FallbackImage: "reboot:1",
 			},
 			wantBind: engine.Bind{Host: "/var/lib/w", Container: ResultDir},
 		},
 		{
 			name: "no fallback, no result file",
 			env:  []string{"IMAGE=reboot:1", "WAIT_SECONDS=3"},
-			want: WaiterArgs{UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 3, LogTail: 20},
+			want: WaiterArgs{UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 3, LogTail: 20, UserImage: "reboot:1"},
 		},
 	}
 	for _, tc := range cases {
@@ -209,6 +209,7 @@ func TestWaiterArgsRoundTrip(t *testing.T) {
 		{UserContainer: "u", ActionContainer: "a", WaitSeconds: 1, LogTail: 1, ResultFile: "/run/waitdaemon-result/r.json"},
 		{UserContainer: "-u x", ActionContainer: "--a", ActionName: "a b", WaitSeconds: 86400, Retries: 1, LogTail: 500,
 			FallbackContainer: "--fb", ResultFile: "/with space/r.json"},
+		{UserContainer: "u", ActionContainer: "a", WaitSeconds: 1, LogTail: 1, FallbackContainer: "fb", UserImage: "registry.example:5000/reboot:1", FallbackImage: "--fb:2"},
 	}
 	for _, want := range cases {
 		t.Run(fmt.Sprint(want), func(t *testing.T) {

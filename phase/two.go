@@ -2,6 +2,7 @@ package phase
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,7 +138,7 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 			return res, err
 		}
 		a.Attempt = n
-		res.Attempts = append(res.Attempts, a)
+		res.Attempts = append(res.Attempts, sameAsBefore(a, res.Attempts))
 		logEvent(w.o.Stdout, "user container exited", a)
 		if a.ExitCode == 0 || n > w.Retries {
 			break
@@ -154,6 +155,16 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 	return res, nil
 }
 
+// sameAsBefore is a run that never ran, or whose end was never told,
+// with the image and command of the run before: the same container's.
+func sameAsBefore(a attempt, before []attempt) attempt {
+	if a.Command == nil && len(before) > 0 {
+		prev := before[len(before)-1]
+		a.Image, a.Command = cmp.Or(prev.Image, a.Image), prev.Command
+	}
+	return a
+}
+
 // stopBeforeRerun logs a signal in the pause before re-run n, and says
 // it for the result.
 func (w *waiter) stopBeforeRerun(n int) string {
@@ -165,7 +176,7 @@ func (w *waiter) stopBeforeRerun(n int) string {
 // run failed. After a signal it is started and not followed: it runs on.
 func (w *waiter) runFallback(ctx context.Context, res result) (result, error) {
 	if res.Stopped != "" {
-		fb := attempt{Container: w.FallbackContainer, ExitCode: unfollowedExitCode, LogTail: []string{}, LogNote: "started as the waiter stopped: not followed"}
+		fb := attempt{Container: w.FallbackContainer, Image: w.FallbackImage, ExitCode: unfollowedExitCode, LogTail: []string{}, LogNote: "started as the waiter stopped: not followed"}
 		if err := w.eng.Start(context.WithoutCancel(ctx), w.FallbackContainer); err != nil {
 			fb = w.refused(w.FallbackContainer, "starting the fallback", err)
 		}
@@ -211,10 +222,19 @@ func (w *waiter) run(ctx context.Context, container, what, since string, started
 	}, nil
 }
 
-// refused is the failed run of a container whose start failed.
+// refused is the failed run of a container whose start failed, with the
+// image phase 1 made it of.
 func (w *waiter) refused(container, what string, err error) attempt {
 	logEvent(w.o.Stdout, "could not start a container", map[string]string{"container": container, "doing": what, "error": err.Error()})
-	return attempt{Container: container, ExitCode: engine.StartExitCode(err), LogTail: []string{"could not start: " + err.Error()}}
+	return attempt{Container: container, Image: w.imageOf(container), ExitCode: engine.StartExitCode(err), LogTail: []string{"could not start: " + err.Error()}}
+}
+
+// imageOf is the image phase 1 made container of.
+func (w *waiter) imageOf(container string) string {
+	if container == w.FallbackContainer {
+		return w.FallbackImage
+	}
+	return w.UserImage
 }
 
 // followPause is the pause before a run whose end could not be followed
@@ -247,7 +267,7 @@ func (w *waiter) follow(ctx context.Context, container string, sent time.Time, s
 		}
 		if time.Since(lost) >= followLost {
 			note := fmt.Sprintf("its end could not be followed: the engine did not say for %v (%v)", followLost, err)
-			return engine.Run{ExitCode: unfollowedExitCode, Note: note}, nil
+			return engine.Run{ExitCode: unfollowedExitCode, Image: w.imageOf(container), Note: note}, nil
 		}
 		if !engine.Sleep(ctx, min(followPause, followLost)) {
 			return r, ctx.Err()
