@@ -723,3 +723,30 @@ func TestWritable(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteResultClosesWhatItOpens: a result written leaves no file
+// descriptor open, however many are written (the directory opened to be
+// synced is closed too).
+func TestWriteResultClosesWhatItOpens(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "result.json")
+	open := func() int {
+		fds, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(fds)
+	}
+	// One first: what the runtime opens once (its poller) is then open.
+	if err := writeResult(file, result{Action: "act", Attempts: []attempt{}}); err != nil {
+		t.Fatal(err)
+	}
+	before := open()
+	for range 20 {
+		if err := writeResult(file, result{Action: "act", Attempts: []attempt{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := open(); after != before {
+		t.Errorf("%d descriptors open before 20 results were written, %d after; want the same", before, after)
+	}
+}
