@@ -60,6 +60,9 @@ type WaiterArgs struct {
 	FallbackImage     string `help:"The fallback's image, likewise."`
 }
 
+// Waiter is the name of the waiter's own container.
+func (w WaiterArgs) Waiter() string { return containerName(w.ActionName, RoleWaiter) }
+
 // Args is the waiter's command line for w, from the command's name on.
 func (w WaiterArgs) Args() []string {
 	args := []string{"waiter",

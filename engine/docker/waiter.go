@@ -19,7 +19,8 @@ const engineDir = "/run/waitdaemon-engine"
 // privileged, its own pid namespace, only the socket's directory (and the
 // result file's) bound in. It shares the host's network rather than get
 // one of its own: it needs none, and a new network namespace is most of a
-// container start.
+// container start. It is not marked for auto-removal: it removes itself
+// as it ends (End).
 func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 	ctr := s.Detail.(*self).ctr
 	binds, socket := engineBind(socketSource(ctr, e.C.SocketPath()))
@@ -43,11 +44,18 @@ func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 			Binds:       binds,
 			Mounts:      mounts,
 			NetworkMode: "host",
-			AutoRemove:  true,
 			LogConfig:   ctr.HostConfig.LogConfig,
 		},
 	}
 	return engine.Spec{Name: want.Name, Create: &planned{CreateRequest: create}}
+}
+
+// End removes the waiter's own container, and this process with it: the
+// engine kills it first. Docker 20.10 restarted with live-restore removes
+// a running container marked for auto-removal (fixed in 25.0), which the
+// waiter would be while the user container runs.
+func (e *Engine) End(ctx context.Context, name string) error {
+	return e.C.ContainerRemove(ctx, name, dockerapi.RemoveOptions{Force: true, Volumes: true})
 }
 
 // engineBind binds the directory of the engine socket at source into the

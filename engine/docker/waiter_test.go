@@ -346,7 +346,6 @@ func TestPlanWaiter(t *testing.T) {
       "Type": "json-file"
     },
     "NetworkMode": "host",
-    "AutoRemove": true,
     "MaskedPaths": null,
     "ReadonlyPaths": null
   }
@@ -529,5 +528,32 @@ func TestWaitRunLost(t *testing.T) {
 	_, code, err := waitRun(ctx, e.C, "run", sent)
 	if err != nil || code != 3 {
 		t.Errorf("waitRun() = %d, %v; want the run's exit 3, settled once the engine answered", code, err)
+	}
+}
+
+// TestEnd: the waiter removes its own container, by name, forcibly (it
+// runs: the engine kills it first), with its volumes.
+func TestEnd(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	e := fakeDocker(t, map[string]http.HandlerFunc{
+		"/containers/{id}": func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodDelete {
+				refuse(w, http.StatusMethodNotAllowed, r.Method)
+				return
+			}
+			mu.Lock()
+			asked = append(asked, r.PathValue("id")+"?"+r.URL.RawQuery)
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		},
+	})
+	if err := e.End(context.Background(), "act-waitdaemon-waiter"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || asked[0] != "act-waitdaemon-waiter?force=1&v=1" {
+		t.Errorf("removals asked: %q; want act-waitdaemon-waiter, forced, with its volumes", asked)
 	}
 }
