@@ -20,13 +20,14 @@ import (
 )
 
 // privateDocker is a Docker 20.10 of the test's own, beside the shared
-// engines: its own socket, data, exec root and managed containerd, no
+// engines: its own socket, data, exec root, managed containerd and
 // bridge, and live-restore, so that the test may restart it while a
 // container runs, as an engine upgrade on a box does. Only it is ever
 // restarted.
 type privateDocker struct {
 	dir      string // its run directory: the socket's directory, the exec root, the log
 	dataRoot string
+	bridge   string // a bridge of its own: dockerd with --bridge=none deletes the host's docker0
 	cmd      *exec.Cmd
 	done     chan struct{}
 }
@@ -45,11 +46,26 @@ func startPrivateDocker(t *testing.T) *privateDocker {
 	if _, err := exec.LookPath("dockerd"); err != nil {
 		t.Fatalf("this test starts a Docker 20.10 of its own and needs dockerd on the PATH (`make engine` installs it): %v", err)
 	}
-	d := &privateDocker{dir: "/run/waitdaemon-e2e-restart-" + e2eTag, dataRoot: "/var/lib/waitdaemon-e2e-restart-" + e2eTag}
+	d := &privateDocker{
+		dir:      "/run/waitdaemon-e2e-restart-" + e2eTag,
+		dataRoot: "/var/lib/waitdaemon-e2e-restart-" + e2eTag,
+		bridge:   "wdr-" + e2eTag[:min(len(e2eTag), 11)], // at most 15 bytes
+	}
 	if err := os.MkdirAll(filepath.Join(d.dir, "sock"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.clear(t) })
+	if exec.Command("ip", "link", "show", d.bridge).Run() != nil {
+		for _, args := range [][]string{
+			{"link", "add", d.bridge, "type", "bridge"},
+			{"addr", "add", "10.231.0.1/24", "dev", d.bridge},
+			{"link", "set", d.bridge, "up"},
+		} {
+			if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+				t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
+	}
 	d.start(t)
 	save := exec.Command("docker", "save", actionImage, probeImage)
 	load := exec.Command("docker", "-H", "unix://"+d.socket(), "load", "-q")
@@ -83,7 +99,7 @@ func (d *privateDocker) start(t *testing.T) {
 		"--pidfile", filepath.Join(d.dir, "docker.pid"),
 		"--exec-root", filepath.Join(d.dir, "exec"),
 		"--data-root", d.dataRoot,
-		"--bridge", "none", "--iptables=false", "--ip-masq=false",
+		"--bridge", d.bridge, "--iptables=false", "--ip-masq=false",
 		"--live-restore",
 	)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
@@ -163,6 +179,7 @@ func (d *privateDocker) clear(t *testing.T) {
 	if n, perr := strconv.Atoi(strings.TrimSpace(string(pid))); err == nil && perr == nil && n > 1 {
 		_ = syscall.Kill(n, syscall.SIGTERM)
 	}
+	_ = exec.Command("ip", "link", "delete", d.bridge).Run()
 }
 
 func (d *privateDocker) logTail() string {
