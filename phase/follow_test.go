@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -133,31 +134,6 @@ func TestTwoSignalInBackoff(t *testing.T) {
 	checkResultFile(t, args.ResultFile, res)
 }
 
-// TestTwoSinceAfterStartFails: a re-run after a start that failed
-// reads its output from the end of the last run that ran, not from the
-// first run's start.
-func TestTwoSinceAfterStartFails(t *testing.T) {
-	eng := waiterFake(false)
-	eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
-	eng.Once = map[string][]error{"Start act-waitdaemon-user": {nil, errors.New("500: the engine is out of sorts")}}
-	var out bytes.Buffer
-	if err := Two(context.Background(), eng, waiterArgs(2, false), Options{Stdout: &out}); err != nil {
-		t.Fatalf("phase 2: %v\n%s", err, out.String())
-	}
-	res := lastResult(t, out.String())
-	if len(res.Attempts) != 3 || res.Attempts[1].ExitCode != 125 {
-		t.Fatalf("result = %+v; want three attempts, the second refused", res)
-	}
-	// The refused run has the image and command of the runs that ran.
-	if a := res.Attempts[1]; a.Image != "image-of-act-waitdaemon-user" || !slices.Equal(a.Command, []string{"run", "act-waitdaemon-user"}) {
-		t.Errorf("the refused run %+v; want the image and command of the runs before", a)
-	}
-	since := eng.Sinces("act-waitdaemon-user")
-	if len(since) != 2 || since[0] != "" || since[1] != res.Attempts[0].FinishedAt {
-		t.Errorf("the runs' output read since %q; want \"\", then the first run's end %q", since, res.Attempts[0].FinishedAt)
-	}
-}
-
 // TestTwoActionExitedFails: a waiter that cannot learn when the action
 // exited (the engine gone for longer than it waits) starts nothing, and
 // still writes a result that says why.
@@ -180,18 +156,39 @@ func TestTwoActionExitedFails(t *testing.T) {
 	checkResultFile(t, args.ResultFile, res)
 }
 
-// TestTwoLastStartFails: a last run that could not start leaves the
-// result the image and command of the run before it.
-func TestTwoLastStartFails(t *testing.T) {
-	eng := waiterFake(false)
-	eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
-	eng.Once = map[string][]error{"Start act-waitdaemon-user": {nil, errors.New("500: the engine is out of sorts")}}
-	var out bytes.Buffer
-	if err := Two(context.Background(), eng, waiterArgs(1, false), Options{Stdout: &out}); err != nil {
-		t.Fatalf("phase 2: %v\n%s", err, out.String())
-	}
-	res := lastResult(t, out.String())
-	if len(res.Attempts) != 2 || res.ExitCode != 125 || res.Image != "image-of-act-waitdaemon-user" || !slices.Equal(res.Command, []string{"run", "act-waitdaemon-user"}) {
-		t.Errorf("result = %+v; want exit 125, and the image and command that ran", res)
+// TestTwoStartFailsBetweenRuns: a run that could not start after one
+// that ran has that run's image and command; a re-run after it reads its
+// output from the end of the last run that ran, not from the first run's
+// start; and a last run that could not start leaves the result the image
+// and command of the runs before.
+func TestTwoStartFailsBetweenRuns(t *testing.T) {
+	for _, retries := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d retries", retries), func(t *testing.T) {
+			eng := waiterFake(false)
+			eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
+			eng.Once = map[string][]error{"Start act-waitdaemon-user": {nil, errors.New("500: the engine is out of sorts")}}
+			var out bytes.Buffer
+			if err := Two(context.Background(), eng, waiterArgs(retries, false), Options{Stdout: &out}); err != nil {
+				t.Fatalf("phase 2: %v\n%s", err, out.String())
+			}
+			res := lastResult(t, out.String())
+			if len(res.Attempts) != retries+1 || res.Attempts[1].ExitCode != 125 {
+				t.Fatalf("result = %+v; want %d attempts, the second refused", res, retries+1)
+			}
+			ran := []string{"run", "act-waitdaemon-user"}
+			if a := res.Attempts[1]; a.Image != "image-of-act-waitdaemon-user" || !slices.Equal(a.Command, ran) {
+				t.Errorf("the refused run %+v; want the image and command of the run before", a)
+			}
+			if res.Image != "image-of-act-waitdaemon-user" || !slices.Equal(res.Command, ran) {
+				t.Errorf("result's image %q, command %q; want those that ran", res.Image, res.Command)
+			}
+			want := []string{""}
+			if retries == 2 {
+				want = append(want, res.Attempts[0].FinishedAt)
+			}
+			if since := eng.Sinces("act-waitdaemon-user"); !slices.Equal(since, want) {
+				t.Errorf("the runs' output read since %q; want %q: the first run's end after the refused start", since, want)
+			}
+		})
 	}
 }
