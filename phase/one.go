@@ -90,26 +90,24 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 // container (and the fallback), pulling their images if needed; then
 // confirms the result file. The waiter needs only the names of what it
 // will start, so the two go at once: they are the slowest steps (on
-// containerd each create is a runtime's create). The first to fail cuts
-// the other short (a missing result directory does not wait out a pull),
-// and its error is the hand-off's.
+// containerd each create is a runtime's create). The waiter's failure
+// cuts the pull short (a missing result directory does not wait out a big
+// image), and is the hand-off's error; a create is never cut short, as
+// the engine may make it after phase 1 has undone what it knew of.
 func (h *Handoff) handOff(ctx context.Context, eng engine.Engine, s Settings, self engine.Self, o Options) error {
-	both, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	pulls, cut := context.WithCancelCause(ctx)
+	defer cut(nil)
 	waiter := make(chan error, 1)
 	go func() {
-		err := h.createWaiter(both, eng, s.ResultFile)
+		err := h.createWaiter(ctx, eng, s.ResultFile)
 		if err != nil {
-			cancel(err)
+			cut(err)
 		}
 		waiter <- err
 	}()
-	err := h.createUser(both, eng, s, self, o.Stdout)
-	if err != nil {
-		cancel(err)
-	}
+	err := h.createUser(ctx, pulls, eng, s, self, o.Stdout)
 	if err = errors.Join(<-waiter, err); err != nil {
-		if first := context.Cause(both); ctx.Err() == nil && first != nil {
+		if first := context.Cause(pulls); ctx.Err() == nil && first != nil {
 			return first
 		}
 		return err
@@ -277,19 +275,22 @@ func clearLeftovers(ctx context.Context, eng engine.Engine, self engine.Self, ou
 
 func shortID(id string) string { return id[:min(12, len(id))] }
 
-// createUser pulls what the plan says to, then creates the user container
-// (and the fallback), not started: the operator's settings fail now,
-// while the worker still listens.
-func (h *Handoff) createUser(ctx context.Context, eng engine.Engine, s Settings, self engine.Self, out io.Writer) error {
+// createUser pulls what the plan says to, within pulls, then creates the
+// user container (and the fallback), not started: the operator's
+// settings fail now, while the worker still listens.
+func (h *Handoff) createUser(ctx, pulls context.Context, eng engine.Engine, s Settings, self engine.Self, out io.Writer) error {
 	if err := h.plan(ctx, eng, s, self); err != nil {
 		return err
 	}
 	for _, p := range h.Pull {
 		if p.Decision == decisionPull {
-			if err := pull(ctx, eng, s, p.ref, out); err != nil {
+			if err := pull(pulls, eng, s, p.ref, out); err != nil {
 				return err
 			}
 		}
+	}
+	if err := context.Cause(pulls); ctx.Err() == nil && err != nil {
+		return err // the waiter failed: nothing more to make
 	}
 	for _, spec := range []*engine.Spec{&h.User, h.Fallback} {
 		if spec == nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -638,5 +639,46 @@ func TestOneShortWaitWarns(t *testing.T) {
 		case tc.warn != "" && (len(lines) != 2 || !strings.Contains(first.Msg, "below 2 seconds") || first.Variable != tc.warn):
 			t.Errorf("%q: output\n%s\nwant a warning naming %s, then the hand-off line", tc.env, out, tc.warn)
 		}
+	}
+}
+
+// cutCreates records the creates whose ctx had ended once the pull had
+// failed: a create cut short may still be made by the engine after phase
+// 1 has looked for what to undo.
+type cutCreates struct {
+	*fake.Engine
+	mu  sync.Mutex
+	cut []string
+}
+
+func (e *cutCreates) Create(ctx context.Context, spec engine.Spec) (string, error) {
+	for !slices.Contains(e.Calls(), "Pull reboot:1") {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // the pull has failed by now
+	if ctx.Err() != nil {
+		e.mu.Lock()
+		e.cut = append(e.cut, spec.Name)
+		e.mu.Unlock()
+	}
+	return e.Engine.Create(ctx, spec)
+}
+
+// TestOneFailureCutsOnlyThePull: a failure on one side of the hand-off
+// cuts only the other's pull short, never a create, which the engine may
+// finish after phase 1 has undone what it knew of; and nothing is left.
+func TestOneFailureCutsOnlyThePull(t *testing.T) {
+	eng := &cutCreates{Engine: newFake()}
+	eng.Images = nil
+	eng.Fail = map[string]error{"Pull reboot:1": errors.New("pull access denied for reboot")}
+	_, _, err := phaseOne(t, eng, "IMAGE=reboot:1")
+	if err == nil || !strings.Contains(err.Error(), "pull access denied") || strings.Contains(err.Error(), "context canceled") {
+		t.Errorf("phase 1: %v; want the pull's error, alone", err)
+	}
+	if len(eng.cut) != 0 {
+		t.Errorf("creates cut short: %q; want none", eng.cut)
+	}
+	if got := eng.Names(); len(got) != 0 {
+		t.Errorf("left %q; want nothing", got)
 	}
 }
