@@ -289,8 +289,8 @@ func (h *Handoff) createUser(ctx, pulls context.Context, eng engine.Engine, s Se
 			}
 		}
 	}
-	if err := context.Cause(pulls); ctx.Err() == nil && err != nil {
-		return err // the waiter failed: nothing more to make
+	if err := context.Cause(pulls); err != nil {
+		return err // the waiter failed, or ctx ended: nothing more to make
 	}
 	for _, spec := range []*engine.Spec{&h.User, h.Fallback} {
 		if spec == nil {

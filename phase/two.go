@@ -137,8 +137,8 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 		if err != nil {
 			return res, err
 		}
-		a.Attempt = n
-		res.Attempts = append(res.Attempts, sameAsBefore(a, res.Attempts))
+		a = sameAsBefore(a, n, res.Attempts)
+		res.Attempts = append(res.Attempts, a)
 		logEvent(w.o.Stdout, "user container exited", a)
 		if a.ExitCode == 0 || n > w.Retries {
 			break
@@ -155,9 +155,11 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 	return res, nil
 }
 
-// sameAsBefore is a run that never ran, or whose end was never told,
-// with the image and command of the run before: the same container's.
-func sameAsBefore(a attempt, before []attempt) attempt {
+// sameAsBefore is run n, which, if it never ran or its end was never
+// told, has the image and command of the run before: the same
+// container's.
+func sameAsBefore(a attempt, n int, before []attempt) attempt {
+	a.Attempt = n
 	if a.Command == nil && len(before) > 0 {
 		prev := before[len(before)-1]
 		a.Image, a.Command = cmp.Or(prev.Image, a.Image), prev.Command
