@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/engine/fake"
 )
 
 // TestTwoFollowFails: a run whose end cannot be followed (the engine
@@ -190,5 +193,40 @@ func TestTwoStartFailsBetweenRuns(t *testing.T) {
 				t.Errorf("the runs' output read since %q; want %q: the first run's end after the refused start", since, want)
 			}
 		})
+	}
+}
+
+// logLost is an engine whose Follow of the user container returns the
+// run, ended, with the error of a log that could not be read.
+type logLost struct{ *fake.Engine }
+
+func (e logLost) Follow(ctx context.Context, id string, sent time.Time, tail int, since string) (engine.Run, error) {
+	r, err := e.Engine.Follow(ctx, id, sent, tail, since)
+	if err != nil {
+		return r, err
+	}
+	return r, errors.New("reading the log: connection reset")
+}
+
+// TestTwoFollowLogFails: a run that ended but whose output could not be
+// read counts as it ended, with an empty tail and a note saying why; it
+// is not asked after again.
+func TestTwoFollowLogFails(t *testing.T) {
+	eng := logLost{waiterFake(false)}
+	eng.Exits = map[string][]int{"act-waitdaemon-user": {4}}
+	var out bytes.Buffer
+	if err := Two(context.Background(), eng, waiterArgs(0, false), Options{Stdout: &out}); err != nil {
+		t.Fatalf("phase 2: %v\n%s", err, out.String())
+	}
+	res := lastResult(t, out.String())
+	if len(res.Attempts) != 1 {
+		t.Fatalf("result = %+v; want one attempt", res)
+	}
+	a := res.Attempts[0]
+	if a.ExitCode != 4 || a.FinishedAt == "" || len(a.LogTail) != 0 || a.LogNote != "no log tail: reading the log: connection reset" {
+		t.Errorf("attempt %+v; want exit 4, its end, no tail and the log's error as its note", a)
+	}
+	if n := countCalls(eng.Calls(), "Follow act-waitdaemon-user"); n != 1 {
+		t.Errorf("followed %d times; want once", n)
 	}
 }
