@@ -189,9 +189,11 @@ func (d *privateDocker) logTail() string {
 
 // TestEngineRestartWhileUserRuns: the engine restarts (live-restore)
 // while the user container runs, later into the run than the waiter's
-// client waits for an engine that is down: the waiter asks again once it
-// is back, follows the run to its end, and writes the result, as if
-// nothing had happened.
+// client waits for an engine that is down: the engine keeps the waiter
+// (it is not marked for auto-removal, which Docker 20.10 applies to
+// running containers as it restarts), and the waiter asks again once the
+// engine is back, follows the run to its end, writes the result, and
+// removes what succeeded, as if nothing had happened.
 func TestEngineRestartWhileUserRuns(t *testing.T) {
 	setup(t) // builds the images in the shared Docker, to load them
 	d := startPrivateDocker(t)
