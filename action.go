@@ -1,9 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"io"
 	"os"
 
+	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/phase"
 )
 
@@ -34,7 +38,26 @@ func (w *waiterCmd) Run(ctx context.Context, g *globals) error {
 	if err != nil {
 		return err
 	}
-	return phase.Two(ctx, eng, w.WaiterArgs, g.options())
+	return end(ctx, eng, w.WaiterArgs, phase.Two(ctx, eng, w.WaiterArgs, g.options()), g.stdout)
+}
+
+// end is the waiter's end, once phase 2 has returned err: on an engine on
+// which the waiter removes its own container (engine.Ender), err is said
+// first, as main would say it, since the removal ends this process.
+func end(ctx context.Context, eng engine.Engine, args phase.WaiterArgs, err error, out io.Writer) error {
+	ender, ok := eng.(engine.Ender)
+	if !ok || args.ActionName == "" {
+		return err
+	}
+	if err != nil && err.Error() != "" {
+		fmt.Fprintln(out, "waitdaemon:", err)
+		err = exitError{code: exitCode(err)}
+	}
+	if rerr := ender.End(context.WithoutCancel(ctx), args.Waiter()); rerr != nil {
+		fmt.Fprintln(out, "waitdaemon: removing the waiter's own container:", rerr)
+		return cmp.Or(err, error(exitError{code: exitFailure}))
+	}
+	return err
 }
 
 // planCmd answers, on a host, "what would waitdaemon run if this container

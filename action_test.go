@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"testing"
 
 	"github.com/alecthomas/kong"
@@ -30,13 +33,13 @@ func TestWaiterCommandLine(t *testing.T) {
 				`WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`, "WAITDAEMON_RESULT_FILE=/var/lib/w/result.json"},
 			want: phase.WaiterArgs{
 				UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 7, Retries: 2, DownWithin: 9, LogTail: 5,
-				FallbackContainer: "act-waitdaemon-fallback", ResultFile: phase.ResultDir + "/result.json",
+				FallbackContainer: "act-waitdaemon-fallback", ResultFile: phase.ResultDir + "/result.json", UserImage: "reboot:1", FallbackImage: "reboot:1",
 			},
 		},
 		{
 			name: "the defaults",
 			env:  []string{"IMAGE=reboot:1"},
-			want: phase.WaiterArgs{UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 10, LogTail: 20},
+			want: phase.WaiterArgs{UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 10, LogTail: 20, UserImage: "reboot:1"},
 		},
 	}
 	for _, tc := range cases {
@@ -68,5 +71,56 @@ func TestWaiterCommandLine(t *testing.T) {
 				t.Errorf("the waiter's command line %q parses into (-want +got):\n%s", args, diff)
 			}
 		})
+	}
+}
+
+// ender is an engine on which the waiter removes its own container.
+type ender struct {
+	*fake.Engine
+	said  *bytes.Buffer // what had been said when End was called
+	ended []string
+	err   error
+}
+
+func (e *ender) End(_ context.Context, name string) error {
+	e.ended = append(e.ended, name+" after "+strconv.Quote(e.said.String()))
+	return e.err
+}
+
+// TestWaiterEnd: on an engine on which the waiter removes its own
+// container, it does so last, by its name, once it has said why it
+// failed (the removal ends the process, before main could say it); what
+// keeps it from it is said too, and fails the waiter.
+func TestWaiterEnd(t *testing.T) {
+	args := phase.WaiterArgs{ActionName: "act"}
+	cases := []struct {
+		name      string
+		err, end  error
+		wantSaid  string
+		wantEnded string
+		wantExit  int
+	}{
+		{name: "success", wantEnded: `act-waitdaemon-waiter after ""`},
+		{name: "failure", err: errors.New("boom"), wantSaid: "waitdaemon: boom\n", wantEnded: `act-waitdaemon-waiter after "waitdaemon: boom\n"`, wantExit: 1},
+		{name: "bad input", err: engine.InputError("X: bad"), wantSaid: "waitdaemon: X: bad\n", wantEnded: `act-waitdaemon-waiter after "waitdaemon: X: bad\n"`, wantExit: 2},
+		{name: "the removal fails", end: errors.New("refused"), wantSaid: "waitdaemon: removing the waiter's own container: refused\n", wantEnded: `act-waitdaemon-waiter after ""`, wantExit: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			eng := &ender{Engine: &fake.Engine{}, said: &out, err: tc.end}
+			err := end(t.Context(), eng, args, tc.err, &out)
+			if out.String() != tc.wantSaid || len(eng.ended) != 1 || eng.ended[0] != tc.wantEnded || exitCode(err) != tc.wantExit {
+				t.Errorf("said %q, ended %q, exit %d (%v); want said %q, ended [%s], exit %d", out.String(), eng.ended, exitCode(err), err, tc.wantSaid, tc.wantEnded, tc.wantExit)
+			}
+			if err != nil && err.Error() != "" {
+				t.Errorf("error %q: main would say it again", err)
+			}
+		})
+	}
+	// An engine that removes the waiter itself: err as it is.
+	boom := errors.New("boom")
+	if err := end(t.Context(), &fake.Engine{}, args, boom, io.Discard); err != boom {
+		t.Errorf("end() on an engine with no Ender = %v, want the error as it was", err)
 	}
 }

@@ -215,9 +215,8 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 // do sends r and decodes a JSON answer into out (when out is non-nil).
 func (c *Client) do(ctx context.Context, r request, out any) error {
 	if !r.stream {
-		limit := c.bounds().Request()
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w: no answer within %v", context.DeadlineExceeded, limit))
+		ctx, cancel = c.bound(ctx)
 		defer cancel()
 	}
 	if r.tries == nil {
@@ -251,6 +250,13 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 }
 
 // withCause names why ctx ended, when it did, in an error it caused.
+// bound is ctx within the bound of a call that does not wait on the
+// engine's events, whose end names it.
+func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	limit := c.bounds().Request()
+	return context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w: no answer within %v", context.DeadlineExceeded, limit))
+}
+
 func withCause(ctx context.Context, err error) error {
 	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
 		return fmt.Errorf("%w (%v)", err, cause)
@@ -305,9 +311,11 @@ type Ping struct {
 
 // Ping asks the engine for its API version. It is not version-prefixed.
 func (c *Client) Ping(ctx context.Context) (Ping, error) {
+	ctx, cancel := c.bound(ctx) // the first contact: a hung engine fails it
+	defer cancel()
 	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/_ping", ok: []int{200}, repeat: asFirst, raw: true})
 	if err != nil {
-		return Ping{}, err
+		return Ping{}, withCause(ctx, err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)

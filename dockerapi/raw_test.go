@@ -170,3 +170,27 @@ func TestRetryWaits(t *testing.T) {
 		t.Errorf("attempts at %v, want two, 50 ms apart at least", at)
 	}
 }
+
+// TestPingBounded: the first contact with the engine, its ping, has the
+// client's RequestTimeout too: a hung engine fails phase 1 with a
+// message, not when the agent kills it.
+func TestPingBounded(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	c := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) { // no answer
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	})
+	c.RequestTimeout = 100 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := c.Ping(ctx)
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "no answer within 100ms") {
+		t.Errorf("Ping() of a hung engine = %v (the test's context: %v); want the client's bound, named", err, ctx.Err())
+	}
+	if _, err := c.APIVersion(ctx); err == nil || ctx.Err() != nil {
+		t.Errorf("APIVersion() of a hung engine = %v (the test's context: %v); want the client's bound", err, ctx.Err())
+	}
+}

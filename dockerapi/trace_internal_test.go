@@ -137,6 +137,12 @@ func TestTraceStreamSplits(t *testing.T) {
 			want:  "\"API_TOKEN=<redacted>\" and after\n",
 		},
 		{
+			name:  "a read ends in a name with dots and dashes",
+			body:  `{"Env":["spring.datasource.password=s3cr3t","DB-PASSWORD=s3cr3t"]}` + "\n",
+			sizes: []int{20, 30, 100},
+			want:  `{"Env":["spring.datasource.password=<redacted>","DB-PASSWORD=<redacted>"]}` + "\n",
+		},
+		{
 			name:  "a quote that opens no secret",
 			body:  `{"message":"password is wrong","x":"a=b"}` + "\n",
 			sizes: []int{7},

@@ -19,6 +19,14 @@ type Container struct {
 	Config          Config
 	HostConfig      HostConfig
 	NetworkSettings NetworkSettings
+	GraphDriver     GraphDriver
+}
+
+// GraphDriver is Container.GraphDriver: the storage of its root file
+// system; with overlay2, Data's UpperDir is its own writable layer.
+type GraphDriver struct {
+	Name string
+	Data map[string]string
 }
 
 // ContainerState is Container.State.

@@ -47,7 +47,7 @@ func TestBadInput(t *testing.T) {
 			{"WAITDAEMON_RESULT_DEVICE without a file", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RESULT_DEVICE": "/dev/sda1"}, false, 2, `WAITDAEMON_RESULT_DEVICE="/dev/sda1": expected it with WAITDAEMON_RESULT_FILE`},
 			{"WAITDAEMON_RESULT_FILE relative", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RESULT_FILE": "result.json"}, false, 2, `WAITDAEMON_RESULT_FILE="result.json": expected an absolute path to a file on the host`},
 			{"WAITDAEMON_REGISTRY_PASSWORD without a user", map[string]string{"IMAGE": probeImage, "WAITDAEMON_REGISTRY_PASSWORD": "x"}, false, 2, "WAITDAEMON_REGISTRY_USERNAME and WAITDAEMON_REGISTRY_PASSWORD: expected both or neither"},
-			{"WAITDAEMON_ variable misspelt", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RETRY": "2"}, false, 2, `WAITDAEMON_RETRY="2": waitdaemon has no such variable; did you mean WAITDAEMON_RETRIES?`},
+			{"WAITDAEMON_ variable misspelt", map[string]string{"IMAGE": probeImage, "WAITDAEMON_RETRY": "2"}, false, 2, `WAITDAEMON_RETRY: waitdaemon has no such variable; did you mean WAITDAEMON_RETRIES?`},
 			{"WAITDAEMON_VERBOSE not a boolean", map[string]string{"IMAGE": probeImage, "WAITDAEMON_VERBOSE": "loud"}, false, 2, `WAITDAEMON_VERBOSE="loud": expected true or false`},
 		}
 		if len(cases) < 12 {

@@ -342,7 +342,7 @@ func TestPodmanPlan(t *testing.T) {
 	if want := []string{filepath.Dir(podmanSocket()) + ":/run/waitdaemon-engine:ro"}; !slices.Equal(plan.Waiter.Create.HostConfig.Binds, want) {
 		t.Errorf("waiter Binds = %q, want %q", plan.Waiter.Create.HostConfig.Binds, want)
 	}
-	if !plan.Waiter.Create.HostConfig.AutoRemove || plan.Waiter.Create.HostConfig.NetworkMode != "host" {
+	if plan.Waiter.Create.HostConfig.AutoRemove || plan.Waiter.Create.HostConfig.NetworkMode != "host" {
 		t.Errorf("waiter: AutoRemove %v, NetworkMode %q", plan.Waiter.Create.HostConfig.AutoRemove, plan.Waiter.Create.HostConfig.NetworkMode)
 	}
 	waitGone(t, rigOf(c), r.ID, time.Second)

@@ -96,6 +96,17 @@ type Teller interface {
 	Tell(ctx context.Context, line []byte) error
 }
 
+// Ender is an engine on which the waiter removes its own container as
+// its last act, rather than have the engine remove it when it ends:
+// Docker before 25.0, restarted with live-restore, removes a running
+// container marked for auto-removal, and would end the waiter with it.
+type Ender interface {
+	// End removes the container this process runs in, called name. Once
+	// the engine has done so, this process is gone: it returns only what
+	// kept it from doing so.
+	End(ctx context.Context, name string) error
+}
+
 // Self is a container taken for the action.
 type Self struct {
 	ID      string

@@ -58,7 +58,12 @@ type WaiterArgs struct {
 	FallbackContainer string `help:"A container to start once when the user container and its retries failed."`
 	ResultFile        string `help:"Where to write the result, inside the waiter, or on ResultDevice's file system."`
 	ResultDevice      string `help:"The block device the result file is on, mounted for each write."`
+	UserImage         string `help:"The user container's image, for the result of a run that could not start."`
+	FallbackImage     string `help:"The fallback's image, likewise."`
 }
+
+// Waiter is the name of the waiter's own container.
+func (w WaiterArgs) Waiter() string { return containerName(w.ActionName, RoleWaiter) }
 
 // Args is the waiter's command line for w, from the command's name on.
 func (w WaiterArgs) Args() []string {
@@ -81,6 +86,12 @@ func (w WaiterArgs) Args() []string {
 	}
 	if w.ResultDevice != "" {
 		args = append(args, "--result-device="+w.ResultDevice)
+	}
+	if w.UserImage != "" {
+		args = append(args, "--user-image="+w.UserImage)
+	}
+	if w.FallbackImage != "" {
+		args = append(args, "--fallback-image="+w.FallbackImage)
 	}
 	return args
 }
@@ -117,8 +128,11 @@ type result struct {
 	// says why nothing was started, and ExitCode is -1.
 	ActionExitCode *int   `json:"action_exit_code,omitempty"`
 	NotStarted     string `json:"not_started,omitempty"`
-	BootID         string `json:"boot_id,omitempty"`
-	WrittenAt      string `json:"written_at,omitempty"`
+	// Stopped says why the waiter stopped before the re-runs were spent:
+	// a signal during the pause before one.
+	Stopped   string `json:"stopped,omitempty"`
+	BootID    string `json:"boot_id,omitempty"`
+	WrittenAt string `json:"written_at,omitempty"`
 }
 
 // The result's states.

@@ -13,8 +13,15 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/inherit"
 	"github.com/waitdaemon/waitdaemon/internal/redact"
 )
+
+// minSafeWait is the shortest wait that leaves the worker time to report
+// the action's success: it does so 60 to 160 ms after the action's exit,
+// after removing the action's container, and a server stalled for a
+// second would let the user container's reboot come first.
+const minSafeWait = 2
 
 // Handoff is phase 1's plan and what it made of it: it is the dry run's
 // output, the hand-off line, and the list of what to remove after a
@@ -66,6 +73,10 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 		}
 		return h.print(o.Stdout)
 	}
+	if s.Wait < minSafeWait {
+		logEvent(o.Stdout, "warning: a wait below 2 seconds can let the user container (a reboot) come before the workflow's success is recorded",
+			map[string]any{"variable": inherit.WaitSeconds.Name(in.Env), "wait_seconds": s.Wait})
+	}
 	if err := clearLeftovers(ctx, eng, self, o.Stdout); err != nil {
 		return err
 	}
@@ -82,12 +93,26 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 // container (and the fallback), pulling their images if needed; then
 // confirms the result file. The waiter needs only the names of what it
 // will start, so the two go at once: they are the slowest steps (on
-// containerd each create is a runtime's create).
+// containerd each create is a runtime's create). The waiter's failure
+// cuts the pull short (a missing result directory does not wait out a big
+// image), and is the hand-off's error; a create is never cut short, as
+// the engine may make it after phase 1 has undone what it knew of.
 func (h *Handoff) handOff(ctx context.Context, eng engine.Engine, s Settings, self engine.Self, o Options) error {
+	pulls, cut := context.WithCancelCause(ctx)
+	defer cut(nil)
 	waiter := make(chan error, 1)
-	go func() { waiter <- h.createWaiter(ctx, eng, s.ResultFile) }()
-	err := h.createUser(ctx, eng, s, self, o.Stdout)
+	go func() {
+		err := h.createWaiter(ctx, eng, s.ResultFile)
+		if err != nil {
+			cut(err)
+		}
+		waiter <- err
+	}()
+	err := h.createUser(ctx, pulls, eng, s, self, o.Stdout)
 	if err = errors.Join(<-waiter, err); err != nil {
+		if first := context.Cause(pulls); ctx.Err() == nil && first != nil {
+			return first
+		}
 		return err
 	}
 	if s.ResultFile != "" {
@@ -144,11 +169,25 @@ func newHandoff(eng engine.Engine, self engine.Self, s Settings, verbose bool) *
 		Retries:         s.Retries,
 		DownWithin:      s.DownWithin,
 		LogTail:         s.LogTail,
+		UserImage:       s.Image.String(),
 	}
 	if h.Fallback != nil {
 		args.FallbackContainer = h.Fallback.Name
+		args.FallbackImage = s.FallbackImage.String()
 	}
 	want := engine.Waiter{Name: h.Waiter.Name, Labels: labels(RoleWaiter, self.Name, self.ID)}
+	resultTarget(s, &want, &args)
+	if verbose {
+		want.Env = append(want.Env, "WAITDAEMON_VERBOSE=true")
+	}
+	want.Args = args.Args()
+	h.Waiter = eng.PlanWaiter(self, want)
+	return h
+}
+
+// resultTarget gives the waiter what it needs to write the result file,
+// if s has one: the device it is on, or its directory bound in.
+func resultTarget(s Settings, want *engine.Waiter, args *WaiterArgs) {
 	switch {
 	case s.ResultDevice != "":
 		want.Device = &s.device
@@ -157,12 +196,6 @@ func newHandoff(eng engine.Engine, self engine.Self, s Settings, verbose bool) *
 		want.Bind = engine.Bind{Host: path.Dir(s.ResultFile), Container: ResultDir}
 		args.ResultFile = path.Join(ResultDir, path.Base(s.ResultFile))
 	}
-	if verbose {
-		want.Env = append(want.Env, "WAITDAEMON_VERBOSE=true")
-	}
-	want.Args = args.Args()
-	h.Waiter = eng.PlanWaiter(self, want)
-	return h
 }
 
 // plan decides the pulls and plans the user and fallback containers from
@@ -259,19 +292,22 @@ func clearLeftovers(ctx context.Context, eng engine.Engine, self engine.Self, ou
 
 func shortID(id string) string { return id[:min(12, len(id))] }
 
-// createUser pulls what the plan says to, then creates the user container
-// (and the fallback), not started: the operator's settings fail now,
-// while the worker still listens.
-func (h *Handoff) createUser(ctx context.Context, eng engine.Engine, s Settings, self engine.Self, out io.Writer) error {
+// createUser pulls what the plan says to, within pulls, then creates the
+// user container (and the fallback), not started: the operator's
+// settings fail now, while the worker still listens.
+func (h *Handoff) createUser(ctx, pulls context.Context, eng engine.Engine, s Settings, self engine.Self, out io.Writer) error {
 	if err := h.plan(ctx, eng, s, self); err != nil {
 		return err
 	}
 	for _, p := range h.Pull {
 		if p.Decision == decisionPull {
-			if err := pull(ctx, eng, s, p.ref, out); err != nil {
+			if err := pull(pulls, eng, s, p.ref, out); err != nil {
 				return err
 			}
 		}
+	}
+	if err := context.Cause(pulls); err != nil {
+		return err // the waiter failed, or ctx ended: nothing more to make
 	}
 	for _, spec := range []*engine.Spec{&h.User, h.Fallback} {
 		if spec == nil {

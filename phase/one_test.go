@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kong"
 	"github.com/waitdaemon/waitdaemon/engine"
@@ -142,14 +144,14 @@ func TestOneWaiterArgs(t *testing.T) {
 				`WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`, "WAITDAEMON_RESULT_FILE=/var/lib/w/result.json"},
 			want: WaiterArgs{
 				UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 7, Retries: 2, LogTail: 5,
-				FallbackContainer: "act-waitdaemon-fallback", ResultFile: ResultDir + "/result.json",
+				FallbackContainer: "act-waitdaemon-fallback", ResultFile: ResultDir + "/result.json", UserImage: "reboot:1", FallbackImage: "reboot:1",
 			},
 			wantBind: engine.Bind{Host: "/var/lib/w", Container: ResultDir},
 		},
 		{
 			name: "no fallback, no result file",
 			env:  []string{"IMAGE=reboot:1", "WAIT_SECONDS=3"},
-			want: WaiterArgs{UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 3, LogTail: 20},
+			want: WaiterArgs{UserContainer: "act-waitdaemon-user", ActionContainer: actionID, ActionName: "act", WaitSeconds: 3, LogTail: 20, UserImage: "reboot:1"},
 		},
 	}
 	for _, tc := range cases {
@@ -208,6 +210,7 @@ func TestWaiterArgsRoundTrip(t *testing.T) {
 		{UserContainer: "u", ActionContainer: "a", WaitSeconds: 1, LogTail: 1, ResultFile: "/run/waitdaemon-result/r.json"},
 		{UserContainer: "-u x", ActionContainer: "--a", ActionName: "a b", WaitSeconds: 86400, Retries: 1, LogTail: 500,
 			FallbackContainer: "--fb", ResultFile: "/with space/r.json"},
+		{UserContainer: "u", ActionContainer: "a", WaitSeconds: 1, LogTail: 1, FallbackContainer: "fb", UserImage: "registry.example:5000/reboot:1", FallbackImage: "--fb:2"},
 	}
 	for _, want := range cases {
 		t.Run(fmt.Sprint(want), func(t *testing.T) {
@@ -479,10 +482,17 @@ func TestOneResultDirMissing(t *testing.T) {
 	eng.Fail = map[string]error{"Create act-waitdaemon-waiter": &engine.MissingSourceError{
 		Source: "/mnt/target/var/wd", Target: ResultDir, Err: errors.New("bind source path does not exist: /mnt/target/var/wd"),
 	}}
+	// The image is pulled meanwhile, slowly (a big one on a slow link):
+	// the waiter's failure cuts the pull short rather than wait it out.
+	eng.Images = nil
+	eng.PullTakes = 3 * time.Second
 	_, _, err := phaseOne(t, eng, "IMAGE=reboot:1", "WAITDAEMON_RESULT_FILE=/mnt/target/var/wd/result.json")
 	if exitCode(err) != engine.ExitInput || !strings.Contains(err.Error(), `WAITDAEMON_RESULT_FILE="/mnt/target/var/wd/result.json"`) ||
-		!strings.Contains(err.Error(), "the host has no /mnt/target/var/wd") {
-		t.Errorf("phase 1: %v (exit %d); want bad input naming the variable and the directory", err, exitCode(err))
+		!strings.Contains(err.Error(), "the host has no /mnt/target/var/wd") || strings.Contains(err.Error(), "context canceled") {
+		t.Errorf("phase 1: %v (exit %d); want bad input naming the variable and the directory, alone", err, exitCode(err))
+	}
+	if pulls := eng.Pulls(); len(pulls) != 1 || !pulls[0].Cut {
+		t.Errorf("pulls %+v; want the one pull cut short by the waiter's failure", pulls)
 	}
 	if got := eng.Names(); len(got) != 0 {
 		t.Errorf("left %q; want nothing", got)
@@ -597,5 +607,78 @@ func TestOneWithholdsARegistryConfigThatIsThere(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOneShortWaitWarns: a wait below 2 s is allowed, with a warning that
+// says why it is short: the worker reports the action's success some
+// 60–160 ms after its exit, and a stalled server can let the user
+// container's reboot come first.
+func TestOneShortWaitWarns(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		warn string // the variable named; "" no warning
+	}{
+		{[]string{"WAIT_SECONDS=0"}, "WAIT_SECONDS"},
+		{[]string{"WAIT_SECONDS=1"}, "WAIT_SECONDS"},
+		{[]string{"WAITDAEMON_WAIT_SECONDS=1", "WAIT_SECONDS=9"}, "WAITDAEMON_WAIT_SECONDS"},
+		{[]string{"WAIT_SECONDS=2"}, ""},
+		{nil, ""},
+	} {
+		eng := newFake()
+		out, _, err := phaseOne(t, eng, append([]string{"IMAGE=reboot:1"}, tc.env...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var first struct{ Msg, Variable string }
+		_ = json.Unmarshal([]byte(lines[0]), &first)
+		switch {
+		case tc.warn == "" && len(lines) != 1:
+			t.Errorf("%q: output\n%s\nwant the hand-off line alone", tc.env, out)
+		case tc.warn != "" && (len(lines) != 2 || !strings.Contains(first.Msg, "below 2 seconds") || first.Variable != tc.warn):
+			t.Errorf("%q: output\n%s\nwant a warning naming %s, then the hand-off line", tc.env, out, tc.warn)
+		}
+	}
+}
+
+// cutCreates records the creates whose ctx had ended once the pull had
+// failed: a create cut short may still be made by the engine after phase
+// 1 has looked for what to undo.
+type cutCreates struct {
+	*fake.Engine
+	mu  sync.Mutex
+	cut []string
+}
+
+func (e *cutCreates) Create(ctx context.Context, spec engine.Spec) (string, error) {
+	for !slices.Contains(e.Calls(), "Pull reboot:1") {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // the pull has failed by now
+	if ctx.Err() != nil {
+		e.mu.Lock()
+		e.cut = append(e.cut, spec.Name)
+		e.mu.Unlock()
+	}
+	return e.Engine.Create(ctx, spec)
+}
+
+// TestOneFailureCutsOnlyThePull: a failure on one side of the hand-off
+// cuts only the other's pull short, never a create, which the engine may
+// finish after phase 1 has undone what it knew of; and nothing is left.
+func TestOneFailureCutsOnlyThePull(t *testing.T) {
+	eng := &cutCreates{Engine: newFake()}
+	eng.Images = nil
+	eng.Fail = map[string]error{"Pull reboot:1": errors.New("pull access denied for reboot")}
+	_, _, err := phaseOne(t, eng, "IMAGE=reboot:1")
+	if err == nil || !strings.Contains(err.Error(), "pull access denied") || strings.Contains(err.Error(), "context canceled") {
+		t.Errorf("phase 1: %v; want the pull's error, alone", err)
+	}
+	if len(eng.cut) != 0 {
+		t.Errorf("creates cut short: %q; want none", eng.cut)
+	}
+	if got := eng.Names(); len(got) != 0 {
+		t.Errorf("left %q; want nothing", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
 	"github.com/waitdaemon/waitdaemon/inherit"
+	"github.com/waitdaemon/waitdaemon/internal/redact"
 )
 
 // Bounds and defaults of the settings; the README documents them.
@@ -31,8 +32,12 @@ const (
 	PullNever        = "never"
 )
 
-// bad builds the InputError for variable name with value v.
+// bad builds the InputError for variable name with value v: the value is
+// shown, unless the name says it is a secret.
 func bad(name, v, expected string) error {
+	if redact.SecretName(name) {
+		return engine.InputError(fmt.Sprintf("%s (value not shown): expected %s", name, expected))
+	}
 	return engine.InputError(fmt.Sprintf("%s=%q: expected %s", name, v, expected))
 }
 
@@ -266,7 +271,12 @@ func (s *Settings) readSwitches(in Inputs) (err error) {
 func (s *Settings) readRegistry(in Inputs) error {
 	s.RegistryConfig = DefaultDockerConfig
 	if dir, _ := lookup(in.Env, "DOCKER_CONFIG"); dir != "" {
-		s.RegistryConfig = dir
+		// Clean, so that the directory withheld from the user container
+		// is the one the action binds, however it was spelt.
+		if !path.IsAbs(dir) {
+			return bad("DOCKER_CONFIG", dir, "an absolute path to the directory of config.json, like /root/.docker")
+		}
+		s.RegistryConfig = path.Clean(dir)
 	}
 	user, password := strings.TrimSpace(in.RegistryUsername), strings.TrimSpace(in.RegistryPassword)
 	if user != "" || password != "" {
@@ -382,17 +392,18 @@ func Known() []string {
 
 // unknownVariables fails on a WAITDAEMON_ variable that waitdaemon does not
 // read: a misspelt WAITDAEMON_RETRY would otherwise do nothing, silently.
+// It names the variable, never its value: a misspelt password's is one.
 func unknownVariables(env []string) error {
 	known := Known()
 	for _, kv := range env {
-		name, v, _ := strings.Cut(kv, "=")
+		name, _, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(name, inherit.Prefix) || slices.Contains(known, name) {
 			continue
 		}
 		if near := nearest(name, known); near != "" {
-			return engine.InputError(fmt.Sprintf("%s=%q: waitdaemon has no such variable; did you mean %s?", name, v, near))
+			return engine.InputError(fmt.Sprintf("%s: waitdaemon has no such variable; did you mean %s?", name, near))
 		}
-		return engine.InputError(fmt.Sprintf("%s=%q: waitdaemon has no such variable; expected one of %s", name, v, strings.Join(known, ", ")))
+		return engine.InputError(fmt.Sprintf("%s: waitdaemon has no such variable; expected one of %s", name, strings.Join(known, ", ")))
 	}
 	return nil
 }

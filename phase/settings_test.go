@@ -76,12 +76,14 @@ func TestUnknownVariables(t *testing.T) {
 		want string // "" means no error
 	}{
 		{[]string{"IMAGE=alpine:3.20", "WAITDAEMON_RETRIES=2", "WAITDAEMON_VERBOSE=1", "WAITDAEMON_DRY_RUN=true", "FOO_WAITDAEMON_X=1"}, ""},
-		{[]string{"WAITDAEMON_RETRY=2"}, `WAITDAEMON_RETRY="2": waitdaemon has no such variable; did you mean WAITDAEMON_RETRIES?`},
+		{[]string{"WAITDAEMON_RETRY=2"}, `WAITDAEMON_RETRY: waitdaemon has no such variable; did you mean WAITDAEMON_RETRIES?`},
 		{[]string{"WAITDAEMON_WAITSECONDS=5"}, `did you mean WAITDAEMON_WAIT_SECONDS?`},
 		{[]string{"WAITDAEMON_PULLPOLICY=always"}, `did you mean WAITDAEMON_PULL_POLICY?`},
 		{[]string{"WAITDAEMON_RETRIESXYZ=1"}, `did you mean WAITDAEMON_RETRIES?`},
-		{[]string{"WAITDAEMON_RETRIESWXYZ=1"}, `WAITDAEMON_RETRIESWXYZ="1": waitdaemon has no such variable; expected one of`}, // 4 edits: too far
-		{[]string{"WAITDAEMON_COLOUR=blue"}, `WAITDAEMON_COLOUR="blue": waitdaemon has no such variable; expected one of WAITDAEMON_CONTAINER, WAITDAEMON_DOWN_WITHIN, WAITDAEMON_DRY_RUN,`},
+		{[]string{"WAITDAEMON_RETRIESWXYZ=1"}, `WAITDAEMON_RETRIESWXYZ: waitdaemon has no such variable; expected one of`}, // 4 edits: too far
+		{[]string{"WAITDAEMON_COLOUR=blue"}, `WAITDAEMON_COLOUR: waitdaemon has no such variable; expected one of WAITDAEMON_CONTAINER, WAITDAEMON_DOWN_WITHIN, WAITDAEMON_DRY_RUN,`},
+		// A misspelt password's value is never shown, nor any unknown one's.
+		{[]string{"WAITDAEMON_REGISTRY_PASSWROD=hunter2-S3cret"}, `WAITDAEMON_REGISTRY_PASSWROD: waitdaemon has no such variable; did you mean WAITDAEMON_REGISTRY_PASSWORD?`},
 	}
 	for _, tc := range cases {
 		err := unknownVariables(tc.env)
@@ -93,6 +95,9 @@ func TestUnknownVariables(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) || exitCode(err) != engine.ExitInput {
 			t.Errorf("unknownVariables(%q) = %v (exit %d), want %q (exit %d)", tc.env, err, exitCode(err), tc.want, engine.ExitInput)
+		}
+		if _, v, _ := strings.Cut(tc.env[0], "="); err != nil && strings.Contains(err.Error(), v) {
+			t.Errorf("unknownVariables(%q) = %v: it shows the value", tc.env, err)
 		}
 	}
 	if got := Known(); len(got) != 16 || !slices.Contains(got, "WAITDAEMON_VERBOSE") || !slices.Contains(got, "WAITDAEMON_IMAGE") {
@@ -305,5 +310,34 @@ func TestSettingsDefaults(t *testing.T) {
 				t.Errorf("settings (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestBadHidesSecrets: a value under a secret-looking name is never
+// shown, even where a bad value is.
+func TestBadHidesSecrets(t *testing.T) {
+	if err := bad("WAIT_SECONDS", "soon", "a number"); err.Error() != `WAIT_SECONDS="soon": expected a number` {
+		t.Errorf("bad() = %v; want the value shown", err)
+	}
+	if err := bad("X_REGISTRY_TOKEN", "hunter2-S3cret", "a token"); strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "X_REGISTRY_TOKEN") {
+		t.Errorf("bad() = %v; want the name without its value", err)
+	}
+}
+
+// TestDockerConfigCleaned: DOCKER_CONFIG is taken clean, so that the
+// directory withheld from the user container is the one the action
+// binds, however it was spelt; one that is not absolute is bad input.
+func TestDockerConfigCleaned(t *testing.T) {
+	for _, v := range []string{"/root//.docker", "/root/./.docker", "/root/.docker/.", "/root/.docker/", " /root/.docker "} {
+		s, err := ReadInputs([]string{"IMAGE=alpine", "DOCKER_CONFIG=" + v}).Validate()
+		if err != nil || s.RegistryConfig != "/root/.docker" {
+			t.Errorf("DOCKER_CONFIG=%q: config %q, %v; want /root/.docker", v, s.RegistryConfig, err)
+		}
+	}
+	for _, v := range []string{"root/.docker", ".docker", "./x"} {
+		_, err := ReadInputs([]string{"IMAGE=alpine", "DOCKER_CONFIG=" + v}).Validate()
+		if exitCode(err) != engine.ExitInput || !strings.Contains(fmt.Sprint(err), "DOCKER_CONFIG") || !strings.Contains(fmt.Sprint(err), "absolute") {
+			t.Errorf("DOCKER_CONFIG=%q: %v (exit %d); want bad input naming it, asking for an absolute path", v, err, exitCode(err))
+		}
 	}
 }

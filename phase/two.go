@@ -2,6 +2,7 @@ package phase
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,15 @@ var (
 	retryBase = 2 * time.Second
 	retryCap  = 30 * time.Second
 )
+
+// followLost bounds how long the waiter goes on asking after a run whose
+// end it cannot follow (the engine restarting, say) before it counts the
+// run as failed with unfollowedExitCode.
+var followLost = 2 * time.Minute
+
+// unfollowedExitCode is the exit code of a run whose end the engine never
+// told: as docker run gives the engine's failures.
+const unfollowedExitCode = 125
 
 // unwritableLinger is how long a waiter that cannot write its result
 // file stays, for phase 1 to read why.
@@ -45,7 +55,9 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 	}
 	exit, err := eng.ActionExited(ctx, w.ActionContainer)
 	if err != nil {
-		return err
+		// Nothing starts on an engine that cannot tell: the result says why.
+		res := result{ExitCode: -1, Attempts: []attempt{}, NotStarted: "could not tell when the action container exited: " + err.Error()}
+		return errors.Join(err, w.report(res))
 	}
 	if exit.Known && exit.Code != 0 {
 		return w.actionFailed(ctx, exit.Code)
@@ -54,17 +66,16 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 		return w.cancel() // a signal during the action or the wait
 	}
 	res, err := w.runUser(ctx, exit)
-	if ctx.Err() != nil {
+	if err != nil {
 		return w.leave()
 	}
-	if err != nil {
-		return err
+	if ctx.Err() == nil {
+		// Once the user container has run, off its way: the waiter
+		// sees what phase 1 cannot, the output files on the host of
+		// what it removes.
+		sweepWaiters(ctx, eng, w.ActionName, w.o.Stdout)
 	}
-	// Once the user container has run, off its way: the waiter sees
-	// what phase 1 cannot, the output files on the host of what it
-	// removes.
-	sweepWaiters(ctx, eng, w.ActionName, w.o.Stdout)
-	return w.finish(ctx, res)
+	return w.finish(context.WithoutCancel(ctx), res)
 }
 
 // answerResultFile tells phase 1 whether the result file can be written.
@@ -98,30 +109,27 @@ func (w *waiter) answer(ctx context.Context, msg string, details any) {
 }
 
 // runUser runs the user container, and again while it fails, up to
-// Retries times, then the fallback once if it still failed.
+// Retries times, then the fallback once if it still failed. Its error is
+// ctx's when ctx ended while a run was followed: that run goes on. A
+// ctx that ends in the pause before a re-run stops the re-runs: the
+// result says so, and the fallback still starts.
 func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) {
 	res, since := result{}, ""
 	for n := 1; ; n++ {
 		if n > 1 && !engine.Sleep(ctx, retryDelay(n)) {
-			return res, ctx.Err()
+			res.Stopped = w.stopBeforeRerun(n)
+			break
 		}
 		what := "starting the user container (kept for inspection)"
 		if n > 1 {
 			what = "re-running the user container"
 		}
 		w.provisional(res, attempt{Attempt: n, Container: w.UserContainer})
-		a, err := w.run(ctx, w.UserContainer, what, since, func(sent time.Time) {
-			if n == 1 {
-				logEvent(w.o.Stdout, "started user container", waited{
-					User: w.UserContainer, ActionExited: stamp(exit.At), StartSent: stamp(sent), Wait: w.WaitSeconds,
-					LateMS: sent.Sub(exit.At).Milliseconds() - int64(w.WaitSeconds)*1000, ActionRemoved: exit.Removed,
-				})
-			}
-		})
+		a, err := w.run(ctx, w.UserContainer, what, since, w.onFirstStart(n, exit))
 		if err != nil {
 			return res, err
 		}
-		a.Attempt = n
+		a = sameAsBefore(a, n, res.Attempts)
 		if err := w.settle(ctx, &a); err != nil {
 			return res, err
 		}
@@ -130,7 +138,9 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 		if !a.failed() || n > w.Retries {
 			break
 		}
-		since = a.FinishedAt // a re-run's output follows the previous run's end
+		if a.FinishedAt != "" {
+			since = a.FinishedAt // a re-run's output follows the end of the last run that ran
+		}
 	}
 	last := res.Attempts[len(res.Attempts)-1]
 	res.ExitCode, res.Image, res.Command, res.Note = last.ExitCode, last.Image, last.Command, last.Note
@@ -140,10 +150,50 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 	return res, nil
 }
 
+// onFirstStart logs, for run n if it is the first, when its start went
+// out against the action's exit and the wait.
+func (w *waiter) onFirstStart(n int, exit engine.Exit) func(sent time.Time) {
+	return func(sent time.Time) {
+		if n == 1 {
+			logEvent(w.o.Stdout, "started user container", waited{
+				User: w.UserContainer, ActionExited: stamp(exit.At), StartSent: stamp(sent), Wait: w.WaitSeconds,
+				LateMS: sent.Sub(exit.At).Milliseconds() - int64(w.WaitSeconds)*1000, ActionRemoved: exit.Removed,
+			})
+		}
+	}
+}
+
+// sameAsBefore is run n, which, if it never ran or its end was never
+// told, has the image and command of the run before: the same
+// container's.
+func sameAsBefore(a attempt, n int, before []attempt) attempt {
+	a.Attempt = n
+	if a.Command == nil && len(before) > 0 {
+		prev := before[len(before)-1]
+		a.Image, a.Command = cmp.Or(prev.Image, a.Image), prev.Command
+	}
+	return a
+}
+
+// stopBeforeRerun logs a signal in the pause before re-run n, and says
+// it for the result.
+func (w *waiter) stopBeforeRerun(n int) string {
+	logEvent(w.o.Stdout, "stopping before a re-run; nothing runs", map[string]string{"user_container": w.UserContainer})
+	return fmt.Sprintf("stopped by a signal before re-run %d: no more re-runs were started", n)
+}
+
 // runFallback runs the fallback once, after the user container's last
-// run failed.
+// run failed. After a signal it is started and not followed: it runs on.
 func (w *waiter) runFallback(ctx context.Context, res result) (result, error) {
 	w.provisional(res, attempt{Container: w.FallbackContainer})
+	if res.Stopped != "" {
+		fb := attempt{Container: w.FallbackContainer, Image: w.FallbackImage, ExitCode: unfollowedExitCode, LogTail: []string{}, LogNote: "started as the waiter stopped: not followed"}
+		if err := w.eng.Start(context.WithoutCancel(ctx), w.FallbackContainer); err != nil {
+			fb = w.refused(w.FallbackContainer, "starting the fallback", err)
+		}
+		res.Fallback = &fb
+		return res, nil
+	}
 	fb, err := w.run(ctx, w.FallbackContainer, "starting the fallback", "", nil)
 	if err != nil {
 		return res, err
@@ -168,13 +218,12 @@ func retryDelay(n int) time.Duration { return min(retryBase<<(n-2), retryCap) }
 func (w *waiter) run(ctx context.Context, container, what, since string, started func(time.Time)) (attempt, error) {
 	sent := time.Now()
 	if err := w.eng.Start(context.WithoutCancel(ctx), container); err != nil {
-		logEvent(w.o.Stdout, "could not start a container", map[string]string{"container": container, "doing": what, "error": err.Error()})
-		return attempt{Container: container, ExitCode: engine.StartExitCode(err), LogTail: []string{"could not start: " + err.Error()}}, nil
+		return w.refused(container, what, err), nil
 	}
 	if started != nil {
 		started(sent)
 	}
-	r, err := w.eng.Follow(ctx, container, sent, w.LogTail, since)
+	r, err := w.follow(ctx, container, sent, since)
 	if err != nil {
 		return attempt{}, err
 	}
@@ -185,6 +234,59 @@ func (w *waiter) run(ctx context.Context, container, what, since string, started
 		Container: container, Image: r.Image, Command: r.Command, ExitCode: r.ExitCode,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, LogTail: r.Output, LogNote: r.Note,
 	}, nil
+}
+
+// refused is the failed run of a container whose start failed, with the
+// image phase 1 made it of.
+func (w *waiter) refused(container, what string, err error) attempt {
+	logEvent(w.o.Stdout, "could not start a container", map[string]string{"container": container, "doing": what, "error": err.Error()})
+	return attempt{Container: container, Image: w.imageOf(container), ExitCode: engine.StartExitCode(err), LogTail: []string{"could not start: " + err.Error()}}
+}
+
+// imageOf is the image phase 1 made container of.
+func (w *waiter) imageOf(container string) string {
+	if container == w.FallbackContainer {
+		return w.FallbackImage
+	}
+	return w.UserImage
+}
+
+// followPause is the pause before a run whose end could not be followed
+// is asked after again.
+const followPause = time.Second
+
+// follow follows the run of container started at sent to its end. A
+// Follow that fails (the engine restarting under it, say: the run itself
+// may go on) is asked again, the same run, until the engine settles it;
+// one that still fails followLost after the first failure is counted as
+// a failed run, with unfollowedExitCode and a note saying why. Its error
+// is ctx's alone.
+func (w *waiter) follow(ctx context.Context, container string, sent time.Time, since string) (engine.Run, error) {
+	var lost time.Time
+	for {
+		r, err := w.eng.Follow(ctx, container, sent, w.LogTail, since)
+		switch {
+		case ctx.Err() != nil:
+			return r, ctx.Err()
+		case err == nil:
+			return r, nil
+		case r.FinishedAt != "":
+			// The run ended; only its output could not be read.
+			r.Output, r.Note = []string{}, "no log tail: "+err.Error()
+			return r, nil
+		}
+		if lost.IsZero() {
+			lost = time.Now()
+			logEvent(w.o.Stdout, "could not follow a container; asking the engine again", map[string]string{"container": container, "error": err.Error()})
+		}
+		if time.Since(lost) >= followLost {
+			note := fmt.Sprintf("its end could not be followed: the engine did not say for %v (%v)", followLost, err)
+			return engine.Run{ExitCode: unfollowedExitCode, Image: w.imageOf(container), Note: note}, nil
+		}
+		if !engine.Sleep(ctx, min(followPause, followLost)) {
+			return r, ctx.Err()
+		}
+	}
 }
 
 // finish logs the result, writes the result file, and removes the

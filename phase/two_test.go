@@ -369,6 +369,7 @@ func TestTwoStartFails(t *testing.T) {
 			eng.Fail = map[string]error{"Start act-waitdaemon-user": tc.err}
 			args := waiterArgs(tc.retries, tc.fallback)
 			args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+			args.UserImage = "reboot:1"
 			var out bytes.Buffer
 			if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
 				t.Fatalf("phase 2: %v\n%s", err, out.String())
@@ -377,9 +378,13 @@ func TestTwoStartFails(t *testing.T) {
 			if len(res.Attempts) != tc.retries+1 || res.ExitCode != tc.wantCode {
 				t.Fatalf("result = %+v; want %d attempts, exit %d", res, tc.retries+1, tc.wantCode)
 			}
+			// The result names the image that could not start.
+			if res.Image != "reboot:1" {
+				t.Errorf("result's image %q; want reboot:1, the user container's", res.Image)
+			}
 			for _, a := range res.Attempts {
-				if a.ExitCode != tc.wantCode || len(a.LogTail) != 1 || !strings.Contains(a.LogTail[0], tc.err.Error()) || !a.Kept {
-					t.Errorf("attempt %+v; want exit %d, the engine's word as its tail, kept", a, tc.wantCode)
+				if a.ExitCode != tc.wantCode || len(a.LogTail) != 1 || !strings.Contains(a.LogTail[0], tc.err.Error()) || !a.Kept || a.Image != "reboot:1" {
+					t.Errorf("attempt %+v; want exit %d, the engine's word as its tail, kept, its image", a, tc.wantCode)
 				}
 			}
 			if tc.fallback && (res.Fallback == nil || res.Fallback.ExitCode != 0) {
@@ -716,5 +721,32 @@ func TestWritable(t *testing.T) {
 				t.Errorf("left in the directory: %v", entries)
 			}
 		})
+	}
+}
+
+// TestWriteResultClosesWhatItOpens: a result written leaves no file
+// descriptor open, however many are written (the directory opened to be
+// synced is closed too).
+func TestWriteResultClosesWhatItOpens(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "result.json")
+	open := func() int {
+		fds, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(fds)
+	}
+	// One first: what the runtime opens once (its poller) is then open.
+	if err := writeResult(file, result{Action: "act", Attempts: []attempt{}}); err != nil {
+		t.Fatal(err)
+	}
+	before := open()
+	for range 20 {
+		if err := writeResult(file, result{Action: "act", Attempts: []attempt{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := open(); after != before {
+		t.Errorf("%d descriptors open before 20 results were written, %d after; want the same", before, after)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -99,7 +100,9 @@ func (e *Engine) Reach(ctx context.Context) error {
 // leaves a token of its own in its root file system and takes the
 // running candidate in which the engine finds it. Where no token can be
 // written (a read-only root), or the engine cannot look for it, a
-// candidate counts only as the one running container among them.
+// candidate counts when its upper directory (inspect's GraphDriver) is
+// the root overlay's, and never when it is another; where either is not
+// told, only as the one running container among them.
 func (e *Engine) Self(ctx context.Context, override string) (engine.Self, error) {
 	read := e.sources
 	if read == nil {
@@ -111,7 +114,9 @@ func (e *Engine) Self(ctx context.Context, override string) (engine.Self, error)
 	}
 	var tried []string
 	var unconfirmed []engine.Self // running, by distinct ID
-	for _, cand := range selfid.Candidates(read(override)) {
+	sources := read(override)
+	upper, _ := selfid.RootUpperdir(sources.Mountinfo)
+	for _, cand := range selfid.Candidates(sources) {
 		ctr, err := e.C.ContainerInspect(ctx, cand.ID)
 		if errors.Is(err, dockerapi.ErrNotFound) {
 			tried = append(tried, fmt.Sprintf("%s %s", cand.Method, cand.ID))
@@ -143,6 +148,16 @@ func (e *Engine) Self(ctx context.Context, override string) (engine.Self, error)
 			// The engine answered, and cannot look: fall back.
 			terr = err
 		}
+		// No token to look for: the root overlay's upper directory, where
+		// both the engine and the mount table tell it, is this container's
+		// alone.
+		if theirs := ctr.GraphDriver.Data["UpperDir"]; upper != "" && theirs != "" {
+			if sameUpper(theirs, upper) {
+				return toSelf(ctr, string(cand.Method)), nil
+			}
+			tried = append(tried, fmt.Sprintf("%s %s (another container: its upper directory is not this root's)", cand.Method, cand.ID))
+			continue
+		}
 		if !slices.ContainsFunc(unconfirmed, func(s engine.Self) bool { return s.ID == ctr.ID }) {
 			unconfirmed = append(unconfirmed, toSelf(ctr, string(cand.Method)))
 		}
@@ -155,6 +170,17 @@ func (e *Engine) Self(ctx context.Context, override string) (engine.Self, error)
 		tried = append(tried, fmt.Sprintf("%d run, and none could be confirmed as this one: %v", len(unconfirmed), terr))
 	}
 	return engine.Self{}, notFound(tried)
+}
+
+// sameUpper reports whether inspect's upper directory is the one the
+// root overlay names: the same path, or, where the engine mounted it
+// from its own directory with relative paths (overlay2 does, when its
+// options would be too long), the same path's end.
+func sameUpper(inspected, mounted string) bool {
+	if path.IsAbs(mounted) {
+		return path.Clean(inspected) == path.Clean(mounted)
+	}
+	return strings.HasSuffix(path.Clean(inspected), "/"+path.Clean(mounted))
 }
 
 // tokenPrefix begins the name of the file Self leaves in its own root.

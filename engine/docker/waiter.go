@@ -19,7 +19,8 @@ const engineDir = "/run/waitdaemon-engine"
 // privileged, its own pid namespace, only the socket's directory (and the
 // result file's) bound in. It shares the host's network rather than get
 // one of its own: it needs none, and a new network namespace is most of a
-// container start.
+// container start. It is not marked for auto-removal: it removes itself
+// as it ends (End).
 func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 	ctr := s.Detail.(*self).ctr
 	binds, socket := engineBind(socketSource(ctr, e.C.SocketPath()))
@@ -43,7 +44,6 @@ func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 			Binds:       binds,
 			Mounts:      mounts,
 			NetworkMode: "host",
-			AutoRemove:  true,
 			LogConfig:   ctr.HostConfig.LogConfig,
 		},
 	}
@@ -63,6 +63,14 @@ func mountDevice(hc *dockerapi.HostConfig, d *engine.Device) {
 	hc.Devices = append(hc.Devices, dockerapi.DeviceMapping{PathOnHost: d.Path, PathInContainer: d.Path, CgroupPermissions: "rwm"})
 	hc.CapAdd = append(hc.CapAdd, "SYS_ADMIN")
 	hc.SecurityOpt = append(hc.SecurityOpt, "apparmor=unconfined")
+}
+
+// End removes the waiter's own container, and this process with it: the
+// engine kills it first. Docker 20.10 restarted with live-restore removes
+// a running container marked for auto-removal (fixed in 25.0), which the
+// waiter would be while the user container runs.
+func (e *Engine) End(ctx context.Context, name string) error {
+	return e.C.ContainerRemove(ctx, name, dockerapi.RemoveOptions{Force: true, Volumes: true})
 }
 
 // engineBind binds the directory of the engine socket at source into the
@@ -117,19 +125,17 @@ const WaiterWaitForEngine = time.Minute
 // WaitForEngine.
 const engineLost = 2 * time.Minute
 
-// exitPollFor bounds how long the waiter also polls the action
-// container's state, besides waiting on it; exitPollEvery is the pause
-// between polls.
-const (
-	exitPollFor   = 30 * time.Second
-	exitPollEvery = 100 * time.Millisecond
-)
+// exitPollEvery is the pause between two looks at the action
+// container's state, besides the wait on it.
+const exitPollEvery = 100 * time.Millisecond
 
 // ActionExited waits for the action container to stop, or to be gone, and
 // returns when it stopped, by the engine's clock when it can tell. Besides
-// the engine's wait, it polls the container's state for a while: Podman
-// 4.3 answers a wait 250–900 ms after the exit, by when the worker may
-// have removed the container, and its exit time with it.
+// the engine's wait, it polls the container's state for as long as it
+// runs: Podman 4.3 answers a wait 250–900 ms after the exit, by when the
+// worker may have removed the container, and its exit time with it. The
+// action runs on while phase 1 pulls, however long the pull takes, and
+// no longer than the worker lets it.
 func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, error) {
 	either, stop := context.WithCancel(ctx)
 	defer stop()
@@ -155,13 +161,11 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 	}
 }
 
-// pollExit inspects container every exitPollEvery, for exitPollFor at
-// most, and sends when and how it stopped once it has. It gives up
-// quietly when the container is gone or the engine does not answer: the
-// wait says.
+// pollExit inspects container every exitPollEvery while it runs, and
+// sends when and how it stopped once it has. It gives up quietly when the
+// container is gone or the engine does not answer: the wait says.
 func pollExit(ctx context.Context, c *dockerapi.Client, container string, exited chan<- engine.Exit) {
-	deadline := time.Now().Add(exitPollFor)
-	for time.Now().Before(deadline) && engine.Sleep(ctx, exitPollEvery) {
+	for engine.Sleep(ctx, exitPollEvery) {
 		ctr, err := c.ContainerInspect(ctx, container)
 		if err != nil {
 			return
@@ -253,16 +257,33 @@ const (
 // once came back with the earlier run's exit code and none of its own
 // output, as if read before the new run had begun. A run counts as this
 // one when the container no longer runs and the engine's StartedAt is at
-// most a second before started (re-runs are seconds apart).
+// most a second before started (re-runs are seconds apart). A wait or
+// inspect that breaks without an answer is asked again, for engineLost at
+// most.
 func waitRun(ctx context.Context, c *dockerapi.Client, container string, started time.Time) (dockerapi.Container, int, error) {
+	var lostSince time.Time
 	for stale := 0; ; {
 		wr, err := c.ContainerWait(ctx, container, dockerapi.WaitNotRunning)
-		if err != nil {
-			return dockerapi.Container{}, 0, fmt.Errorf("following %s: %w", container, err)
+		var ctr dockerapi.Container
+		if err == nil {
+			ctr, err = c.ContainerInspect(ctx, container)
 		}
-		ctr, err := c.ContainerInspect(ctx, container)
-		if err != nil {
-			return ctr, 0, err
+		var lost *dockerapi.TransportError
+		switch {
+		case err == nil:
+			lostSince = time.Time{}
+		case errors.As(err, &lost) && ctx.Err() == nil && (lostSince.IsZero() || time.Since(lostSince) < engineLost):
+			// No answer (the engine restarting under a run that goes
+			// on): ask again.
+			if lostSince.IsZero() {
+				lostSince = time.Now()
+			}
+			if !engine.Sleep(ctx, time.Second) {
+				return ctr, 0, ctx.Err()
+			}
+			continue
+		default:
+			return ctr, 0, fmt.Errorf("following %s: %w", container, err)
 		}
 		at, perr := time.Parse(time.RFC3339Nano, ctr.State.StartedAt)
 		this := perr == nil && !at.Before(started.Add(-time.Second))

@@ -18,6 +18,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/internal/linediff"
 	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // TestWaitRun: a wait that answers for an earlier run (the container
@@ -120,6 +121,9 @@ func TestActionExited(t *testing.T) {
 		{name: "the poll sees the exit first", waitBlocks: true, runningFor: 2, wantExited: finished, wantCode: 137},
 		{name: "the wait answers first", wantExited: finished, wantCode: 3},
 		{name: "gone", gone: true, wantRemoved: true},
+		// Phase 1 pulls while the waiter waits: the action can run long
+		// after the waiter began, and its exit is still seen by the poll.
+		{name: "the action runs on while phase 1 pulls", waitBlocks: true, runningFor: 25, wantExited: finished, wantCode: 137},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,7 +170,7 @@ func TestActionExited(t *testing.T) {
 			if !tc.wantExited.IsZero() && !exited.Equal(tc.wantExited) {
 				t.Errorf("ActionExited() = %v, want the engine's FinishedAt %v", exited, tc.wantExited)
 			}
-			if took := time.Since(began); took > 2*time.Second {
+			if took := time.Since(began); took > time.Duration(tc.runningFor)*exitPollEvery+2*time.Second {
 				t.Errorf("ActionExited() took %v", took)
 			}
 		})
@@ -342,7 +346,6 @@ func TestPlanWaiter(t *testing.T) {
       "Type": "json-file"
     },
     "NetworkMode": "host",
-    "AutoRemove": true,
     "MaskedPaths": null,
     "ReadonlyPaths": null
   }
@@ -493,5 +496,64 @@ func TestWaitRunFails(t *testing.T) {
 	}
 	if _, _, err := waitRun(context.Background(), e.C, "noinspect", time.Now()); err == nil || !strings.Contains(err.Error(), "bad inspect") {
 		t.Errorf("waitRun() = %v, want the inspect's error", err)
+	}
+}
+
+// TestWaitRunLost: a wait that breaks without an answer (the engine
+// restarting under a run that goes on) is asked again, and the answer
+// that comes settles the run.
+func TestWaitRunLost(t *testing.T) {
+	var mu sync.Mutex
+	waits := 0
+	sent := time.Now()
+	started := sent.Add(10 * time.Millisecond).Format(time.RFC3339Nano)
+	e := fakeDocker(t, map[string]http.HandlerFunc{
+		"/containers/run/wait": func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			waits++
+			n := waits
+			mu.Unlock()
+			if n <= 2*(socketclient.MaxRetries+1) {
+				panic(http.ErrAbortHandler) // the connection breaks, no answer, each retry of the client's too
+			}
+			fmt.Fprint(w, `{"StatusCode":3}`)
+		},
+		"/containers/run/json": func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, `{"Id":"run","State":{"StartedAt":%q,"FinishedAt":"f","ExitCode":3}}`, started)
+		},
+	})
+	e.C.WaitForEngine = -1
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, code, err := waitRun(ctx, e.C, "run", sent)
+	if err != nil || code != 3 {
+		t.Errorf("waitRun() = %d, %v; want the run's exit 3, settled once the engine answered", code, err)
+	}
+}
+
+// TestEnd: the waiter removes its own container, by name, forcibly (it
+// runs: the engine kills it first), with its volumes.
+func TestEnd(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	e := fakeDocker(t, map[string]http.HandlerFunc{
+		"/containers/{id}": func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodDelete {
+				refuse(w, http.StatusMethodNotAllowed, r.Method)
+				return
+			}
+			mu.Lock()
+			asked = append(asked, r.PathValue("id")+"?"+r.URL.RawQuery)
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		},
+	})
+	if err := e.End(context.Background(), "act-waitdaemon-waiter"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || asked[0] != "act-waitdaemon-waiter?force=1&v=1" {
+		t.Errorf("removals asked: %q; want act-waitdaemon-waiter, forced, with its volumes", asked)
 	}
 }

@@ -46,12 +46,17 @@ type Engine struct {
 	// answer never came: once, and the same call made again is answered.
 	Fail map[string]error
 	Lost map[string]error
+	// Once scripts a call's answers in turn (nil: it works); once they
+	// are spent, the call works.
+	Once map[string][]error
 	// ExitedAt is when the action container stopped (zero: now), and
 	// ActionCode its exit code; ActionRemoved makes it gone before its
 	// exit could be read, its code unknown.
 	ExitedAt      time.Time
 	ActionCode    int
 	ActionRemoved bool
+	// PullTakes is how long a pull takes, unless its ctx ends first.
+	PullTakes time.Duration
 	// Block makes ActionExited (key "ActionExited") or Follow (key
 	// "Follow <name>") wait until ctx ends.
 	Block map[string]bool
@@ -64,6 +69,7 @@ type Engine struct {
 	calls      []string
 	containers map[string]*container // by ID
 	pulls      []Pull
+	sinces     map[string][]string
 	next       int
 }
 
@@ -71,6 +77,8 @@ type Engine struct {
 type Pull struct {
 	Image string
 	Auth  *engine.Auth
+	// Cut: its ctx ended before it was done.
+	Cut bool
 }
 
 type container struct {
@@ -125,6 +133,14 @@ func (e *Engine) Pulls() []Pull {
 	return slices.Clone(e.pulls)
 }
 
+// Sinces returns the since of each Follow of container name that went
+// through, in order.
+func (e *Engine) Sinces(name string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.sinces[name])
+}
+
 // Names returns the names of the containers there now, sorted.
 func (e *Engine) Names() []string {
 	e.mu.Lock()
@@ -175,6 +191,12 @@ func (e *Engine) call(method, subject string) (err error, lost bool) {
 	e.calls = append(e.calls, key)
 	if err := e.Fail[key]; err != nil {
 		return err, false
+	}
+	if once := e.Once[key]; len(once) > 0 {
+		e.Once[key] = once[1:]
+		if once[0] != nil {
+			return once[0], false
+		}
 	}
 	gone := e.Lost[key]
 	delete(e.Lost, key)
@@ -321,13 +343,17 @@ func (e *Engine) HasImage(_ context.Context, ref imageref.Ref) (bool, error) {
 	return e.Images[ref.String()], nil
 }
 
-func (e *Engine) Pull(_ context.Context, ref imageref.Ref, auth *engine.Auth, progress func(done, total int64)) error {
+func (e *Engine) Pull(ctx context.Context, ref imageref.Ref, auth *engine.Auth, progress func(done, total int64)) error {
 	err, do := e.call("Pull", ref.String())
 	if do {
-		e.mu.Lock()
-		e.pulls = append(e.pulls, Pull{ref.String(), auth})
-		e.mu.Unlock()
 		progress(1, 2)
+		cut := !engine.Sleep(ctx, e.PullTakes)
+		e.mu.Lock()
+		e.pulls = append(e.pulls, Pull{ref.String(), auth, cut})
+		e.mu.Unlock()
+		if cut {
+			return fmt.Errorf("pulling %s: %w", ref, ctx.Err())
+		}
 		progress(2, 2)
 	}
 	return err
@@ -491,6 +517,10 @@ func (e *Engine) Follow(ctx context.Context, id string, sent time.Time, tail int
 		return engine.Run{}, fmt.Errorf("following %s: no such container", id)
 	}
 	c.running = false
+	if e.sinces == nil {
+		e.sinces = map[string][]string{}
+	}
+	e.sinces[name] = append(e.sinces[name], since)
 	codes := e.Exits[name]
 	code, says := c.exitCode()
 	if len(codes) > 0 {

@@ -375,6 +375,11 @@ func TestPlanNetworks(t *testing.T) {
 		c:       withNetworks("default", map[string]dockerapi.EndpointSettings{"bridge": {Aliases: []string{id[:12]}}}),
 		version: "1.44",
 	}, {
+		// Docker 20.10 answers "DriverOpts": null; others {}: the same.
+		name:    "default bridge alone, with empty driver options",
+		c:       withNetworks("default", map[string]dockerapi.EndpointSettings{"bridge": {Aliases: []string{id[:12]}, DriverOpts: map[string]string{}}}),
+		version: "1.44",
+	}, {
 		name:    "old API: second network connected after",
 		c:       withNetworks("default", map[string]dockerapi.EndpointSettings{"bridge": empty, "net": aliased}),
 		version: "1.43",

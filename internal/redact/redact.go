@@ -13,7 +13,18 @@ import (
 // it holds a secret, like "REGISTRY_PASSWORD=…": its value is redacted.
 // It is the one definition of what the trace, the plan and the fixtures
 // hide.
-var secretEnv = regexp.MustCompile(`"([A-Za-z0-9_]*(?i:password|passwd|secret|token|credential|api_?key)[A-Za-z0-9_]*)=(?:[^"\\]|\\.)*"`)
+var secretEnv = regexp.MustCompile(`"(` + secretNamePattern + `)=(?:[^"\\]|\\.)*"`)
+
+// secretNamePattern is a name that says it holds a secret: one of the
+// words, within a name as Docker takes them (dots and dashes too, as in
+// spring.datasource.password or DB-PASSWORD).
+const secretNamePattern = `[A-Za-z0-9_.\-]*(?i:password|passwd|secret|token|credential|api[_.\-]?key)[A-Za-z0-9_.\-]*`
+
+var secretName = regexp.MustCompile(`^` + secretNamePattern + `$`)
+
+// SecretName reports whether name says it holds a secret: whether a
+// value under it is never shown.
+func SecretName(name string) bool { return secretName.MatchString(name) }
 
 // Secrets hides the values of secret-looking environment entries in a JSON
 // body: the trace and the dry-run plan show them as <redacted>.

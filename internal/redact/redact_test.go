@@ -11,6 +11,10 @@ func TestRedact(t *testing.T) {
 		{`["GITHUB_TOKEN=ghp_x","api_key=k","MY_SECRET_VALUE=s","DB_PASSWD=p","PATH=/bin"]`, `["GITHUB_TOKEN=<redacted>","api_key=<redacted>","MY_SECRET_VALUE=<redacted>","DB_PASSWD=<redacted>","PATH=/bin"]`},
 		{`{"message":"password is wrong"}`, `{"message":"password is wrong"}`},
 		{`["PASSWORD=x"]`, `["PASSWORD=<redacted>"]`},
+		// Docker takes names with dots and dashes, as Java's and others'
+		// settings are spelt.
+		{`["spring.datasource.password=p","DB-PASSWORD=q","app.secret.key=r","my-app.api-key=s","log.level=debug"]`,
+			`["spring.datasource.password=<redacted>","DB-PASSWORD=<redacted>","app.secret.key=<redacted>","my-app.api-key=<redacted>","log.level=debug"]`},
 	}
 	for _, tc := range cases {
 		if got := string(Secrets([]byte(tc.in))); got != tc.want {
@@ -19,11 +23,24 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+// TestSecretName: the names whose values are hidden, by the one rule.
+func TestSecretName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"WAITDAEMON_REGISTRY_PASSWROD": false, "WAITDAEMON_REGISTRY_PASSWORD": true, "spring.datasource.password": true,
+		"DB-PASSWORD": true, "GITHUB_TOKEN": true, "api_key": true, "apikey": true, "WAITDAEMON_RETRY": false, "PATH": false,
+		"WAITDAEMON_REGISTRY_SECRETS": true, "X=PASSWORD": false,
+	} {
+		if got := SecretName(name); got != want {
+			t.Errorf("SecretName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
 // TestOpenProbe: the probe that finds an entry still open is one that
 // secretEnv takes for a secret, whole, from a lone quote on; were it not,
 // the stream trace would give out the beginnings of secrets.
 func TestOpenProbe(t *testing.T) {
-	for _, open := range []string{`"`, `"MY_`, `"GITHUB_TOKEN`, `"API_KEY=`, `"DB_PASSWD=ab\`, `"X_SECRET=a\"b`} {
+	for _, open := range []string{`"`, `"MY_`, `"spring.datasource.`, `"DB-`, `"GITHUB_TOKEN`, `"API_KEY=`, `"DB_PASSWD=ab\`, `"X_SECRET=a\"b`} {
 		in := open + openProbe
 		if loc := secretEnv.FindStringIndex(in); loc == nil || loc[0] != 0 || loc[1] != len(in) {
 			t.Errorf("secretEnv matches %q at %v, want all of it", in, loc)

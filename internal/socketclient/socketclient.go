@@ -132,24 +132,26 @@ type Attempts struct {
 	// Ambiguous is set once an attempt failed after the request may have
 	// reached the engine: a repeat may then meet its own work.
 	Ambiguous bool
-	started   time.Time
-	retries   int
+	// down is when an attempt last found the engine down (not
+	// listening), after it had answered or since the call began: the
+	// wait for it counts from then, not from the call's start, so that
+	// a wait open for an hour still waits for an engine restarting.
+	down    time.Time
+	retries int
 }
 
 type attemptsKey struct{}
 
-// WithAttempts is ctx carrying a, for the client's policy: the call's
-// attempts start now.
+// WithAttempts is ctx carrying a, for the client's policy.
 func WithAttempts(ctx context.Context, a *Attempts) context.Context {
-	a.started = time.Now()
 	return context.WithValue(ctx, attemptsKey{}, a)
 }
 
 // New is the retrying client of one engine client, on rt: the one retry
 // policy of both, decided after each attempt:
-//   - an engine that is not listening yet (socket missing, connection
-//     refused) is retried for up to b.Wait(), whatever the call, since
-//     the request never reached it;
+//   - an engine that is not listening (socket missing, connection
+//     refused) is retried for up to b.Wait() from when it was found
+//     down, whatever the call, since the request never reached it;
 //   - a connection that broke after the request may have reached the
 //     engine, and an answer the rule says the engine may have acted on,
 //     are retried a few times for calls that may be repeated;
@@ -174,11 +176,15 @@ func policy(waitForEngine time.Duration, rule Rule) retryablehttp.CheckRetry {
 		}
 		a, _ := ctx.Value(attemptsKey{}).(*Attempts)
 		if a == nil {
-			a = &Attempts{started: time.Now()}
+			a = &Attempts{}
 		}
 		if err != nil && EngineNotUp(err) {
-			return time.Since(a.started) < waitForEngine, nil
+			if a.down.IsZero() {
+				a.down = time.Now()
+			}
+			return time.Since(a.down) < waitForEngine, nil
 		}
+		a.down = time.Time{}   // it was there
 		answer := MayHaveActed // the connection broke: the request may have reached it
 		if err == nil {
 			answer = rule(resp)

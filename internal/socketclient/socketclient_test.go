@@ -36,7 +36,7 @@ func TestRetryPolicy(t *testing.T) {
 	cases := []struct {
 		name       string
 		idempotent bool
-		age        time.Duration // since the call started
+		down       time.Duration // since the engine was found down (0: not yet)
 		retries    int           // retries so far
 		resp       *http.Response
 		err        error
@@ -46,9 +46,10 @@ func TestRetryPolicy(t *testing.T) {
 	}{
 		{name: "missing socket", err: dialErr(syscall.ENOENT), want: true},
 		{name: "missing socket, many retries", retries: 50, err: dialErr(syscall.ENOENT), want: true, wantRetry: 50},
-		{name: "missing socket, waited enough", age: wait, err: dialErr(syscall.ENOENT), want: false},
+		{name: "missing socket, waited enough", down: wait, err: dialErr(syscall.ENOENT), want: false},
 		{name: "refused", err: dialErr(syscall.ECONNREFUSED), want: true},
-		{name: "refused, waited enough", age: 2 * wait, err: dialErr(syscall.ECONNREFUSED), want: false},
+		{name: "refused, down a while", down: wait / 2, err: dialErr(syscall.ECONNREFUSED), want: true},
+		{name: "refused, waited enough", down: 2 * wait, err: dialErr(syscall.ECONNREFUSED), want: false},
 		{name: "reset, idempotent", idempotent: true, err: io.ErrUnexpectedEOF, want: true, wantRetry: 1, wantAmbig: true},
 		{name: "reset, idempotent, last retry", idempotent: true, retries: 3, err: io.EOF, want: true, wantRetry: 4, wantAmbig: true},
 		{name: "reset, idempotent, retries spent", idempotent: true, retries: 4, err: io.EOF, want: false, wantRetry: 4, wantAmbig: true},
@@ -66,7 +67,9 @@ func TestRetryPolicy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &Attempts{Repeatable: tc.idempotent}
 			ctx := WithAttempts(context.Background(), a)
-			a.started = a.started.Add(-tc.age)
+			if tc.down > 0 {
+				a.down = time.Now().Add(-tc.down)
+			}
 			a.retries = tc.retries
 			got, err := policy(wait, docker)(ctx, tc.resp, tc.err)
 			if got != tc.want || err != nil {
@@ -83,6 +86,32 @@ func TestRetryPolicy(t *testing.T) {
 		got, err := policy(wait, docker)(ctx, resp(503), nil)
 		if got || !errors.Is(err, context.Canceled) {
 			t.Errorf("retry = %v, %v; want false, context.Canceled", got, err)
+		}
+	})
+	// The wait counts from when the engine was found down: a call open
+	// longer than the wait (a container's wait, an hour in) still gets
+	// all of it, and an engine that answered again has its next fall
+	// waited for in full.
+	t.Run("down in a long call", func(t *testing.T) {
+		a := &Attempts{Repeatable: true}
+		ctx := WithAttempts(context.Background(), a)
+		retry := policy(wait, docker)
+		time.Sleep(wait + 100*time.Millisecond) // the call has been open longer than the wait
+		if got, _ := retry(ctx, nil, io.ErrUnexpectedEOF); !got {
+			t.Fatal("a broken connection is not retried")
+		}
+		if got, _ := retry(ctx, nil, dialErr(syscall.ENOENT)); !got {
+			t.Error("the engine found down in a call open longer than the wait: not retried")
+		}
+		a.down = a.down.Add(-2 * wait)
+		if got, _ := retry(ctx, nil, dialErr(syscall.ECONNREFUSED)); got {
+			t.Error("down longer than the wait: retried")
+		}
+		if got, _ := retry(ctx, resp(429), nil); !got {
+			t.Fatal("429 not retried")
+		}
+		if got, _ := retry(ctx, nil, dialErr(syscall.ECONNREFUSED)); !got {
+			t.Error("down again after an answer: not retried")
 		}
 	})
 	t.Run("no wait", func(t *testing.T) {

@@ -1,0 +1,232 @@
+package phase
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/engine/fake"
+)
+
+// TestTwoFollowFails: a run whose end cannot be followed (the engine
+// restarting under it, say) is asked after again; one the engine never
+// settles within followLost counts as a failed run with a note saying
+// why, and the re-runs, the fallback and the result follow as after any
+// failed run.
+func TestTwoFollowFails(t *testing.T) {
+	lost := followLost
+	followLost = 50 * time.Millisecond
+	t.Cleanup(func() { followLost = lost })
+	engineGone := errors.New("following act-waitdaemon-user: connection refused")
+
+	t.Run("settled by asking again", func(t *testing.T) {
+		eng := waiterFake(true)
+		eng.Lost = map[string]error{"Follow act-waitdaemon-user": engineGone}
+		args := waiterArgs(1, true)
+		args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+		var out bytes.Buffer
+		if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
+			t.Fatalf("phase 2: %v\n%s", err, out.String())
+		}
+		res := lastResult(t, out.String())
+		if len(res.Attempts) != 1 || res.ExitCode != 0 || res.Fallback != nil || res.Attempts[0].FinishedAt == "" {
+			t.Errorf("result = %+v; want the one run, exit 0, as the engine settled it", res)
+		}
+		if n := countCalls(eng.Calls(), "Start act-waitdaemon-user"); n != 1 {
+			t.Errorf("started %d times; want once: %q", n, eng.Calls())
+		}
+		checkResultFile(t, args.ResultFile, res)
+	})
+
+	t.Run("never settled", func(t *testing.T) {
+		eng := waiterFake(true)
+		eng.Fail = map[string]error{"Follow act-waitdaemon-user": engineGone}
+		args := waiterArgs(1, true)
+		args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+		var out bytes.Buffer
+		if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
+			t.Fatalf("phase 2: %v\n%s", err, out.String())
+		}
+		res := lastResult(t, out.String())
+		if len(res.Attempts) != 2 || res.ExitCode != unfollowedExitCode {
+			t.Fatalf("result = %+v; want two attempts, exit %d", res, unfollowedExitCode)
+		}
+		for _, a := range res.Attempts {
+			if a.ExitCode != unfollowedExitCode || !strings.Contains(a.LogNote, engineGone.Error()) || !a.Kept {
+				t.Errorf("attempt %+v; want exit %d, a note with the engine's error, kept", a, unfollowedExitCode)
+			}
+		}
+		if res.Fallback == nil || res.Fallback.ExitCode != 0 {
+			t.Errorf("fallback = %+v; want it run, exit 0", res.Fallback)
+		}
+		if n := countCalls(eng.Calls(), "Follow act-waitdaemon-user"); n < 4 {
+			t.Errorf("followed %d times; want each run asked after again: %q", n, eng.Calls())
+		}
+		checkResultFile(t, args.ResultFile, res)
+	})
+}
+
+func countCalls(calls []string, call string) int {
+	n := 0
+	for _, c := range calls {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
+// checkResultFile: the result file holds the result line's result.
+func checkResultFile(t *testing.T, file string, want result) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("no result file: %v", err)
+	}
+	var got result
+	if err := json.Unmarshal(data, &got); err != nil || got.ExitCode != want.ExitCode || len(got.Attempts) != len(want.Attempts) || (got.Fallback == nil) != (want.Fallback == nil) {
+		t.Errorf("result file = %s (%v); want the result line's", data, err)
+	}
+}
+
+// TestTwoSignalInBackoff: a signal during the pause before a re-run
+// starts no more re-runs, and says so: nothing runs on. The fallback
+// still starts, as the user container failed, and the result is written.
+func TestTwoSignalInBackoff(t *testing.T) {
+	base, limit := retryBase, retryCap
+	retryBase, retryCap = time.Minute, time.Minute
+	t.Cleanup(func() { retryBase, retryCap = base, limit })
+	eng := waiterFake(true)
+	eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
+	args := waiterArgs(3, true)
+	args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for !slices.Contains(eng.Calls(), "Follow act-waitdaemon-user") {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
+		cancel()
+	}()
+	var out bytes.Buffer
+	if err := Two(ctx, eng, args, Options{Stdout: &out}); err != nil {
+		t.Fatalf("phase 2: %v\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), "runs on") {
+		t.Errorf("said the user container runs on, though it stopped:\n%s", out.String())
+	}
+	res := lastResult(t, out.String())
+	if len(res.Attempts) != 1 || res.ExitCode != 1 || !strings.Contains(res.Stopped, "re-run") {
+		t.Errorf("result = %+v; want the one attempt, exit 1, and why no re-run came", res)
+	}
+	if res.Fallback == nil || !slices.Contains(eng.Calls(), "Start act-waitdaemon-fallback") {
+		t.Errorf("fallback = %+v, calls %q; want it started", res.Fallback, eng.Calls())
+	}
+	if n := countCalls(eng.Calls(), "Start act-waitdaemon-user"); n != 1 {
+		t.Errorf("user container started %d times; want once", n)
+	}
+	checkResultFile(t, args.ResultFile, res)
+}
+
+// TestTwoActionExitedFails: a waiter that cannot learn when the action
+// exited (the engine gone for longer than it waits) starts nothing, and
+// still writes a result that says why.
+func TestTwoActionExitedFails(t *testing.T) {
+	eng := waiterFake(true)
+	eng.Fail = map[string]error{"ActionExited": errors.New("waiting for the action container: no answer from the engine for 2m0s")}
+	args := waiterArgs(1, true)
+	args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+	var out bytes.Buffer
+	if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err == nil {
+		t.Errorf("phase 2 succeeded; want its error")
+	}
+	res := lastResult(t, out.String())
+	if res.ExitCode != -1 || len(res.Attempts) != 0 || !strings.Contains(res.NotStarted, "no answer from the engine") {
+		t.Errorf("result = %+v; want exit -1, no attempt, and why", res)
+	}
+	if slices.ContainsFunc(eng.Calls(), func(c string) bool { return strings.HasPrefix(c, "Start") }) {
+		t.Errorf("started something: %q", eng.Calls())
+	}
+	checkResultFile(t, args.ResultFile, res)
+}
+
+// TestTwoStartFailsBetweenRuns: a run that could not start after one
+// that ran has that run's image and command; a re-run after it reads its
+// output from the end of the last run that ran, not from the first run's
+// start; and a last run that could not start leaves the result the image
+// and command of the runs before.
+func TestTwoStartFailsBetweenRuns(t *testing.T) {
+	for _, retries := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d retries", retries), func(t *testing.T) {
+			eng := waiterFake(false)
+			eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
+			eng.Once = map[string][]error{"Start act-waitdaemon-user": {nil, errors.New("500: the engine is out of sorts")}}
+			var out bytes.Buffer
+			if err := Two(context.Background(), eng, waiterArgs(retries, false), Options{Stdout: &out}); err != nil {
+				t.Fatalf("phase 2: %v\n%s", err, out.String())
+			}
+			res := lastResult(t, out.String())
+			if len(res.Attempts) != retries+1 || res.Attempts[1].ExitCode != 125 {
+				t.Fatalf("result = %+v; want %d attempts, the second refused", res, retries+1)
+			}
+			ran := []string{"run", "act-waitdaemon-user"}
+			if a := res.Attempts[1]; a.Image != "image-of-act-waitdaemon-user" || !slices.Equal(a.Command, ran) {
+				t.Errorf("the refused run %+v; want the image and command of the run before", a)
+			}
+			if res.Image != "image-of-act-waitdaemon-user" || !slices.Equal(res.Command, ran) {
+				t.Errorf("result's image %q, command %q; want those that ran", res.Image, res.Command)
+			}
+			want := []string{""}
+			if retries == 2 {
+				want = append(want, res.Attempts[0].FinishedAt)
+			}
+			if since := eng.Sinces("act-waitdaemon-user"); !slices.Equal(since, want) {
+				t.Errorf("the runs' output read since %q; want %q: the first run's end after the refused start", since, want)
+			}
+		})
+	}
+}
+
+// logLost is an engine whose Follow of the user container returns the
+// run, ended, with the error of a log that could not be read.
+type logLost struct{ *fake.Engine }
+
+func (e logLost) Follow(ctx context.Context, id string, sent time.Time, tail int, since string) (engine.Run, error) {
+	r, err := e.Engine.Follow(ctx, id, sent, tail, since)
+	if err != nil {
+		return r, err
+	}
+	return r, errors.New("reading the log: connection reset")
+}
+
+// TestTwoFollowLogFails: a run that ended but whose output could not be
+// read counts as it ended, with an empty tail and a note saying why; it
+// is not asked after again.
+func TestTwoFollowLogFails(t *testing.T) {
+	eng := logLost{waiterFake(false)}
+	eng.Exits = map[string][]int{"act-waitdaemon-user": {4}}
+	var out bytes.Buffer
+	if err := Two(context.Background(), eng, waiterArgs(0, false), Options{Stdout: &out}); err != nil {
+		t.Fatalf("phase 2: %v\n%s", err, out.String())
+	}
+	res := lastResult(t, out.String())
+	if len(res.Attempts) != 1 {
+		t.Fatalf("result = %+v; want one attempt", res)
+	}
+	a := res.Attempts[0]
+	if a.ExitCode != 4 || a.FinishedAt == "" || len(a.LogTail) != 0 || a.LogNote != "no log tail: reading the log: connection reset" {
+		t.Errorf("attempt %+v; want exit 4, its end, no tail and the log's error as its note", a)
+	}
+	if n := countCalls(eng.Calls(), "Follow act-waitdaemon-user"); n != 1 {
+		t.Errorf("followed %d times; want once", n)
+	}
+}
