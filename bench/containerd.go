@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
@@ -22,8 +23,7 @@ import (
 type cdBench struct {
 	c            *containerdapi.Client
 	eng          *containerd.Engine
-	image, probe string // qualified
-	etc, tmp     string
+	image, probe string   // qualified
 	actions      []string // the IDs of the actions run, for the clean-up
 }
 
@@ -45,17 +45,6 @@ func runContainerd(runs int, image, probe, socket, namespace string) (err error)
 		if _, err := c.ImageUnpacked(ctx, *ref.out, containerdapi.DefaultPlatform(), containerdapi.DefaultSnapshotter); err != nil {
 			return fmt.Errorf("image %s in namespace %s: %w (make bench imports it)", *ref.out, namespace, err)
 		}
-	}
-	if b.tmp, err = os.MkdirTemp("", "waitdaemon-bench-"); err != nil {
-		return err
-	}
-	defer os.RemoveAll(b.tmp)
-	b.etc = filepath.Join(b.tmp, "etc")
-	if err := os.Mkdir(b.etc, 0o755); err != nil {
-		return err
-	}
-	if err := tinkagent.EtcDir(b.etc); err != nil {
-		return err
 	}
 	defer func() { err = errors.Join(err, b.cleanUp()) }()
 	fmt.Printf("\nEngine: containerd %s on %s (namespace %s)\n\n", v.Version, c.SocketPath(), namespace)
@@ -115,17 +104,24 @@ func (b *cdBench) timeline(ctx context.Context, title string, runs int) error {
 	return nil
 }
 
-// action is a tink-agent-shaped action of waitdaemon's image, with env;
-// its ID is noted for the clean-up.
+// action is a tink-agent-shaped action of waitdaemon's image, with env,
+// and the engine's socket as a volume.
 func (b *cdBench) action(name string, args []string, env ...string) tinkagent.Action {
-	id := tinkagent.NewID()
-	b.actions = append(b.actions, id)
 	return tinkagent.Action{
-		ID: id, Name: "tinkerbell_" + name + "_01JBENCH" + id[:10], Image: b.image, Args: args,
-		Env:     append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...),
-		Volumes: [][2]string{{b.c.SocketPath(), containerdapi.DefaultSocket}},
-		Etc:     b.etc, Log: filepath.Join(b.tmp, id+".log"),
+		ID: "01JBENCH" + strings.ToUpper(tinkagent.NewID()[:10]), Name: name, Image: b.image, Args: args, Env: env,
+		Volumes: []string{b.c.SocketPath() + ":" + containerdapi.DefaultSocket}, PID: "host",
 	}
+}
+
+// create creates a's container and task as the agent does; its ID is
+// noted for the clean-up.
+func (b *cdBench) create(ctx context.Context, a tinkagent.Action) (*tinkagent.Container, error) {
+	ctr, err := (&tinkagent.Containerd{C: b.c}).Create(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	b.actions = append(b.actions, ctr.ID)
+	return ctr, nil
 }
 
 // bareStart times the least an agent's start costs: a container of the
@@ -135,20 +131,21 @@ func (b *cdBench) action(name string, args []string, env ...string) tinkagent.Ac
 func (b *cdBench) bareStart(ctx context.Context, i int) (time.Duration, error) {
 	a := b.action(fmt.Sprintf("bench-bare-%d", i), []string{"reboot"})
 	began := time.Now()
-	if err := tinkagent.Create(ctx, b.c, a); err != nil {
+	ctr, err := b.create(ctx, a)
+	if err != nil {
 		return 0, err
 	}
-	if _, err := b.c.TaskStart(ctx, a.ID); err != nil {
+	if _, err := b.c.TaskStart(ctx, ctr.ID); err != nil {
 		return 0, fmt.Errorf("starting the bare container: %w", err)
 	}
 	took := time.Since(began)
-	if _, err := b.c.TaskWait(ctx, a.ID); err != nil {
+	if _, err := b.c.TaskWait(ctx, ctr.ID); err != nil {
 		return 0, fmt.Errorf("waiting for the bare container: %w", err)
 	}
-	if list, err := b.eng.List(ctx, phase.LabelActionID, a.ID); err != nil || len(list) > 0 {
+	if list, err := b.eng.List(ctx, phase.LabelActionID, ctr.ID); err != nil || len(list) > 0 {
 		return 0, fmt.Errorf("the bare container made %d containers (%v), want none", len(list), err)
 	}
-	return took, tinkagent.Delete(ctx, b.c, a)
+	return took, ctr.Finish(ctx, tinkagent.Result{})
 }
 
 // phase1 runs one action as the agent does, and returns phase 1's time
@@ -170,8 +167,9 @@ type cdRun struct{ began, exited, sent time.Time }
 func (b *cdBench) run(ctx context.Context, name, socket string) (cdRun, error) {
 	var r cdRun
 	a := b.action(name, []string{"reboot"}, "IMAGE="+b.probe, "WAIT_SECONDS=0")
-	a.Volumes = [][2]string{{socket, containerdapi.DefaultSocket}}
-	if err := tinkagent.Create(ctx, b.c, a); err != nil {
+	a.Volumes = []string{socket + ":" + containerdapi.DefaultSocket}
+	ctr, err := b.create(ctx, a)
+	if err != nil {
 		return r, err
 	}
 	sctx, stop := context.WithCancel(ctx)
@@ -183,32 +181,31 @@ func (b *cdBench) run(ctx context.Context, name, socket string) (cdRun, error) {
 	defer sub.Close()
 	waited := make(chan error, 1)
 	var exit containerdapi.Exit
-	go func() { var err error; exit, err = b.c.TaskWait(ctx, a.ID); waited <- err }()
+	go func() { var err error; exit, err = b.c.TaskWait(ctx, ctr.ID); waited <- err }()
 	time.Sleep(50 * time.Millisecond) // the wait is in place
 	r.sent = time.Now()
-	if _, err := b.c.TaskStart(ctx, a.ID); err != nil {
-		return r, fmt.Errorf("starting action %s: %w", a.Name, err)
+	if _, err := b.c.TaskStart(ctx, ctr.ID); err != nil {
+		return r, fmt.Errorf("starting action %s: %w", ctr.Name, err)
 	}
 	for r.began.IsZero() {
 		ev, err := sub.Next()
 		if err != nil {
-			return r, fmt.Errorf("waiting for the start of action %s: %w", a.Name, err)
+			return r, fmt.Errorf("waiting for the start of action %s: %w", ctr.Name, err)
 		}
-		if eventContainer(ev.Event.Value) == a.ID {
+		if eventContainer(ev.Event.Value) == ctr.ID {
 			r.began = ev.Timestamp
 		}
 	}
 	if err := <-waited; err != nil {
-		return r, fmt.Errorf("waiting for action %s: %w", a.Name, err)
+		return r, fmt.Errorf("waiting for action %s: %w", ctr.Name, err)
 	}
 	if exit.Status != 0 {
-		out, _ := os.ReadFile(a.Log)
-		return r, fmt.Errorf("action %s exited %d:\n%s", a.Name, exit.Status, out)
+		return r, fmt.Errorf("action %s exited %d:\n%s", ctr.Name, exit.Status, ctr.Output())
 	}
-	if err := tinkagent.Delete(ctx, b.c, a); err != nil {
+	if err := ctr.Finish(ctx, tinkagent.Result{}); err != nil {
 		return r, err
 	}
-	if _, err := b.waiter(ctx, a.ID, true); err != nil {
+	if _, err := b.waiter(ctx, ctr.ID, true); err != nil {
 		return r, err
 	}
 	r.exited = exit.ExitedAt
@@ -269,20 +266,21 @@ func (b *cdBench) waiter(ctx context.Context, id string, stopped bool) (string, 
 // memory from /proc/<its task's pid>/status while it waits.
 func (b *cdBench) waiterMemory(ctx context.Context) (memory, error) {
 	a := b.action("bench-memory", []string{"reboot"}, "IMAGE="+b.probe, "WAIT_SECONDS=3")
-	if err := tinkagent.Create(ctx, b.c, a); err != nil {
+	ctr, err := b.create(ctx, a)
+	if err != nil {
 		return memory{}, err
 	}
-	if _, err := b.c.TaskStart(ctx, a.ID); err != nil {
+	if _, err := b.c.TaskStart(ctx, ctr.ID); err != nil {
 		return memory{}, err
 	}
-	if _, err := b.c.TaskWait(ctx, a.ID); err != nil {
+	if _, err := b.c.TaskWait(ctx, ctr.ID); err != nil {
 		return memory{}, err
 	}
-	if err := tinkagent.Delete(ctx, b.c, a); err != nil {
+	if err := ctr.Finish(ctx, tinkagent.Result{}); err != nil {
 		return memory{}, err
 	}
 	time.Sleep(time.Second)
-	w, err := b.waiter(ctx, a.ID, false)
+	w, err := b.waiter(ctx, ctr.ID, false)
 	if err != nil {
 		return memory{}, err
 	}
@@ -297,7 +295,7 @@ func (b *cdBench) waiterMemory(ctx context.Context) (memory, error) {
 	if err != nil {
 		return memory{}, err
 	}
-	_, err = b.waiter(ctx, a.ID, true)
+	_, err = b.waiter(ctx, ctr.ID, true)
 	return mem, err
 }
 

@@ -72,7 +72,7 @@ func testInheritance(t *testing.T, c *dockerapi.Client) {
 		},
 		{
 			name:  "custom hostname, empty command",
-			shape: tinkAgent,
+			shape: dockerAPI,
 			a: action{
 				name:     "e2e hostname",
 				env:      map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "FOO": "bar baz", "PROBE_NAME": "p"},

@@ -8,7 +8,6 @@ import (
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/conformance"
 	"github.com/waitdaemon/waitdaemon/imageref"
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 )
 
 // TestConformance holds each real engine to the engine contract
@@ -59,16 +58,13 @@ func (c conformanceRow) Action(t *testing.T) engine.Self {
 		}
 		id = created.ID
 	case containerdRig:
-		env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-		a := r.newAction(t, "tinkerbell_conformance_"+randomHex(8)+"_e2e", sleeping, env, [][2]string{{containerdSocket, "/run/containerd/containerd.sock"}}, true)
+		a := cdAgentAction("tinkerbell_conformance_"+randomHex(8)+"_e2e", sleeping, nil, [][2]string{{containerdSocket, "/run/containerd/containerd.sock"}}, "", "")
 		a.Image = "docker.io/library/" + probeImage
-		if err := tinkagent.Create(ctx, r.c, a); err != nil {
+		ctr := r.create(t, ctx, a)
+		if err := ctr.Start(ctx); err != nil {
 			t.Fatalf("agent: %v", err)
 		}
-		if _, err := r.c.TaskStart(ctx, a.ID); err != nil {
-			t.Fatalf("agent: starting the action: %v", err)
-		}
-		id = a.ID
+		id = ctr.ID
 	default:
 		t.Fatalf("no action for rig %T", c.r)
 	}

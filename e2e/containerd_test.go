@@ -17,7 +17,6 @@ import (
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
 	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 	"github.com/waitdaemon/waitdaemon/phase"
 )
 
@@ -76,7 +75,8 @@ type cdAction struct {
 	// which binds the socket's directory) reach the daemon through
 	// whatever listens there, if anything does yet.
 	socket  string
-	private bool   // pid and network namespaces of its own, else the host's
+	private bool   // pid and network namespaces of its own, else the host's pid namespace
+	network string // namespaces.network, unless private
 	dryRun  bool   // WAITDAEMON_DRY_RUN: no hand-off, no result
 	fails   bool   // phase 1 fails: no hand-off
 	result  string // WAITDAEMON_RESULT_FILE; empty: one in a new directory
@@ -124,29 +124,33 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 		socket = [2]string{a.socket, filepath.Dir(containerdapi.DefaultSocket)}
 	}
 	e := containerdRig{c: c, eng: eng, actionImg: actionImg}
-	action := e.newAction(t, a.name, a.args, env, append([][2]string{socket}, a.volumes...), a.private)
-	exit, out := e.agentRun(t, ctx, action)
-	id := action.ID
-	r := cdRun{id: id, phase1: out, exit: exit.Status, spec: specOf(t, ctx, c, id)}
+	pid, network := "host", a.network
+	if a.private {
+		pid, network = "", ""
+	}
+	ctr := e.create(t, ctx, cdAgentAction(a.name, a.args, env, append([][2]string{socket}, a.volumes...), pid, network))
+	exit := e.agentRun(t, ctx, ctr)
+	id := ctr.ID
+	r := cdRun{id: id, phase1: exit.Output, exit: uint32(exit.ExitCode), spec: specOf(t, ctx, c, id)}
+	// The agent, after the exit: the task, then, after an exit 0, the
+	// container.
+	if err := ctr.Finish(ctx, exit); err != nil {
+		t.Fatal(err)
+	}
 	if a.fails {
-		if exit.Status == 0 {
+		if exit.ExitCode == 0 {
 			t.Fatalf("the action exited 0, want a failure; its output:\n%s", r.phase1)
 		}
 		return r
 	}
 	if a.dryRun {
-		if exit.Status != 0 {
-			t.Fatalf("the dry run exited %d, want 0; its output:\n%s", exit.Status, r.phase1)
+		if exit.ExitCode != 0 {
+			t.Fatalf("the dry run exited %d, want 0; its output:\n%s", exit.ExitCode, r.phase1)
 		}
 		return r
 	}
-	if exit.Status != 0 || !strings.Contains(r.phase1, `"msg":"handed off"`) {
-		t.Fatalf("the action exited %d, want 0 and the hand-off; its output:\n%s", exit.Status, r.phase1)
-	}
-	// The agent, after an exit 0: the task, then the container.
-	time.Sleep(50 * time.Millisecond)
-	if err := tinkagent.Delete(ctx, c, action); err != nil {
-		t.Fatal(err)
+	if exit.ExitCode != 0 || !strings.Contains(r.phase1, `"msg":"handed off"`) {
+		t.Fatalf("the action exited %d, want 0 and the hand-off; its output:\n%s", exit.ExitCode, r.phase1)
 	}
 
 	deadline := time.Now().Add(cmp.Or(a.resultWait, time.Minute))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/internal/enginetest"
+	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 )
 
 // The images the tests build from this checkout, tagged E2E_TAG (default
@@ -187,7 +188,12 @@ type shape string
 
 const (
 	tinkWorker shape = "tink-worker" // Tty, privileged, /workflow bind, default bridge
-	tinkAgent  shape = "tink-agent"  // no Tty, privileged, sorted env, network from the template
+	tinkAgent  shape = "tink-agent"  // tink-agent's Docker runtime (package tinkagent)
+	// dockerAPI is a container made with the Docker API's fields as the
+	// action has them, for settings neither worker makes (a hostname, a
+	// cgroup namespace, a log driver): no Tty, sorted env, pid and
+	// network from the action.
+	dockerAPI shape = "docker-api"
 )
 
 // action is one action of a template, as an operator writes it.
@@ -219,7 +225,7 @@ type ran struct {
 
 // runAction runs a like a worker of the given shape: create, start, wait
 // until not running, inspect, read its output, force-remove it with its
-// volumes.
+// volumes; or, for tink-agent, as package tinkagent does.
 func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 	t.Helper()
 	ctx := testCtx(t)
@@ -231,6 +237,9 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 	volumes := a.volumes
 	if !a.noSocket {
 		volumes = append(volumes, c.SocketPath()+":/var/run/docker.sock")
+	}
+	if sh == tinkAgent {
+		return runAgent(t, ctx, c, a, env, volumes)
 	}
 	body := dockerapi.CreateRequest{
 		Config: dockerapi.Config{Image: cmp.Or(a.image, actionImage), Cmd: a.command, Env: env, Entrypoint: a.entrypoint, Hostname: a.hostname},
@@ -250,7 +259,7 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 		body.Tty, body.AttachStdout, body.AttachStderr = true, true, true
 		wf := t.TempDir()
 		body.HostConfig.Binds = append([]string{wf + ":/workflow"}, volumes...)
-	case tinkAgent:
+	case dockerAPI:
 		name = "tinkerbell_" + sanitize(a.name) + "_e2e"
 		body.HostConfig.Binds = volumes
 		body.HostConfig.NetworkMode = a.network
@@ -287,6 +296,45 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 		t.Fatalf("worker: %v", err)
 	}
 	return ran{ID: created.ID, Name: name, ExitCode: res.StatusCode, FinishedAt: finished, Logs: out.String()}
+}
+
+// runAgent runs a as tink-agent's Docker runtime does (package
+// tinkagent), privileged where the row's engine starts privileged
+// containers, and returns once it has removed the container.
+func runAgent(t *testing.T, ctx context.Context, c *dockerapi.Client, a action, env, volumes []string) ran {
+	t.Helper()
+	if a.hostname != "" || a.cgroupns != "" || a.logDriver != "" {
+		t.Fatalf("action %q: tink-agent sets no hostname, cgroup namespace or log driver (shape dockerAPI does)", a.name)
+	}
+	act := agentAction(a, env, volumes)
+	act.Image = cmp.Or(a.image, actionImage)
+	// A run of the suite that was cut short can leave the action behind.
+	clearName(c, act.ContainerName())
+	d := tinkagent.Docker{C: c, Unprivileged: !engineOf(c).privileged}
+	ctr, err := d.Create(ctx, act)
+	if err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	t.Cleanup(func() { removeAction(c, ctr.ID) })
+	res, err := ctr.Run(ctx)
+	if err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	if err := ctr.Finish(ctx, res); err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output}
+}
+
+// agentAction is a as the server sends it to tink-agent, with action ID
+// e2e: an entrypoint of the test's is the agent's cmd, and its arguments
+// go before the command.
+func agentAction(a action, env, volumes []string) tinkagent.Action {
+	act := tinkagent.Action{ID: "e2e", Name: a.name, Args: a.command, Env: env, Volumes: volumes, PID: a.pid, Network: a.network}
+	if len(a.entrypoint) > 0 {
+		act.Cmd, act.Args = a.entrypoint[0], append(slices.Clone(a.entrypoint[1:]), a.command...)
+	}
+	return act
 }
 
 // clearName removes the container called name, if there is one, and all

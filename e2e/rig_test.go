@@ -115,52 +115,72 @@ type containerdRig struct {
 func (r containerdRig) row() testEngine       { return engineNamed("containerd") }
 func (r containerdRig) engine() engine.Engine { return r.eng }
 
-// run runs a as tink-agent does: its name tinkerbell_<name>_e2e, the
-// socket as a volume at containerd's default path, /etc files from a
-// temporary directory, the host's pid and network namespaces when the
-// action asks for either (the agent's runtime has the two together), and
-// after the exit, the task, the container and its snapshot deleted.
+// run runs a as tink-agent's containerd runtime does (package
+// tinkagent): its name tinkerbell_<name>_e2e, the socket as a volume at
+// containerd's default path, and the pid and network namespaces of the
+// action's, each on its own; a successful action's container deleted
+// after its exit, a failed one's kept (and removed when the test ends).
 func (r containerdRig) run(t *testing.T, sh shape, a action) ran {
 	t.Helper()
-	// Every action is privileged here, as tink-agent makes them.
-	if len(a.entrypoint) > 0 || a.hostname != "" || a.cgroupns != "" {
-		t.Fatalf("action %q: the containerd rig makes no entrypoint, hostname or cgroupns of its own", a.name)
+	if a.hostname != "" || a.cgroupns != "" || a.logDriver != "" {
+		t.Fatalf("action %q: tink-agent sets no hostname, cgroup namespace or log driver", a.name)
 	}
 	ctx := testCtx(t)
-	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	var env []string
 	for k, v := range a.env {
 		env = append(env, k+"="+v)
 	}
 	slices.Sort(env)
-	var volumes [][2]string
+	var volumes []string
 	if !a.noSocket {
-		volumes = append(volumes, [2]string{containerdSocket, containerdapi.DefaultSocket})
+		volumes = append(volumes, containerdSocket+":"+containerdapi.DefaultSocket)
 	}
-	for _, v := range a.volumes {
-		host, ctr, _ := strings.Cut(v, ":")
-		ctr, _, _ = strings.Cut(ctr, ":")
-		volumes = append(volumes, [2]string{host, ctr})
-	}
-	action := r.newAction(t, "tinkerbell_"+sanitize(a.name)+"_e2e", a.command, env, volumes, a.pid != "host" && a.network != "host")
+	act := agentAction(a, env, append(volumes, a.volumes...))
+	act.Image = "docker.io/library/" + r.actionImg
 	if a.image != "" {
-		action.Image = a.image // as containerd names it: fully qualified
+		act.Image = a.image // as containerd names it: fully qualified
 	}
-	exit, out := r.agentRun(t, ctx, action)
-	if err := tinkagent.Delete(ctx, r.c, action); err != nil {
+	ctr := r.create(t, ctx, act)
+	res := r.agentRun(t, ctx, ctr)
+	if err := ctr.Finish(ctx, res); err != nil {
 		t.Fatalf("agent: %v", err)
 	}
-	return ran{ID: action.ID, Name: action.Name, ExitCode: int(exit.Status), FinishedAt: exit.ExitedAt, Logs: out}
+	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output}
 }
 
-// newAction is an action container's description, as tink-agent makes
-// one, with a new ID, /etc files of its own, its output to a file, and
-// everything the run makes removed when the test ends.
-func (r containerdRig) newAction(t *testing.T, name string, args, env []string, volumes [][2]string, private bool) tinkagent.Action {
+// cdAgentAction is the action tink-agent gets for a container named full
+// (tinkerbell_<name>_<action ID>), with volumes as (host, container).
+func cdAgentAction(full string, args, env []string, volumes [][2]string, pid, network string) tinkagent.Action {
+	name, id := strings.TrimPrefix(full, "tinkerbell_"), "e2e"
+	if i := strings.LastIndex(name, "_"); i > 0 {
+		name, id = name[:i], name[i+1:]
+	}
+	a := tinkagent.Action{ID: id, Name: name, Args: args, Env: env, PID: pid, Network: network}
+	for _, v := range volumes {
+		a.Volumes = append(a.Volumes, v[0]+":"+v[1])
+	}
+	return a
+}
+
+// create creates a's container and task as tink-agent does, with the
+// rig's action image unless a names one; everything the run makes is
+// removed when the test ends.
+func (r containerdRig) create(t *testing.T, ctx context.Context, a tinkagent.Action) *tinkagent.Container {
 	t.Helper()
-	id := tinkagent.NewID()
+	if a.Image == "" {
+		a.Image = "docker.io/library/" + r.actionImg
+	}
+	ctr, err := (&tinkagent.Containerd{C: r.c}).Create(ctx, a)
+	if err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	id, name := ctr.ID, ctr.Name
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		// What the agent deletes after the action, if the test did not
+		// get there.
+		_ = ctr.Finish(ctx, tinkagent.Result{ExitCode: -1})
 		list, _ := r.eng.List(ctx, phase.LabelActionID, id)
 		for _, l := range list {
 			if err := r.eng.Remove(ctx, l.ID); err != nil {
@@ -178,61 +198,18 @@ func (r containerdRig) newAction(t *testing.T, name string, args, env []string, 
 			_ = os.RemoveAll(d)
 		}
 	})
-	etc := t.TempDir()
-	if err := tinkagent.EtcDir(etc); err != nil {
-		t.Fatal(err)
-	}
-	return tinkagent.Action{
-		ID: id, Name: name, Image: "docker.io/library/" + r.actionImg, Args: args, Env: env,
-		Volumes: volumes, Etc: etc, Private: private, Log: filepath.Join(t.TempDir(), "action.log"),
-	}
+	return ctr
 }
 
-// agentRun creates the action's container and task, starts it, waits for
-// its exit, and returns the exit and the action's output.
-func (r containerdRig) agentRun(t *testing.T, ctx context.Context, a tinkagent.Action) (containerdapi.Exit, string) {
+// agentRun starts the action with its wait in place, waits for its exit,
+// and returns it with the action's output, read from its FIFOs.
+func (r containerdRig) agentRun(t *testing.T, ctx context.Context, ctr *tinkagent.Container) tinkagent.Result {
 	t.Helper()
-	if err := tinkagent.Create(ctx, r.c, a); err != nil {
-		t.Fatal(err)
+	res, err := ctr.Run(ctx)
+	if err != nil {
+		t.Fatalf("agent: %v", err)
 	}
-	type waited struct {
-		exit containerdapi.Exit
-		err  error
-	}
-	done := make(chan waited, 1)
-	go func() {
-		e, err := r.c.TaskWait(ctx, a.ID)
-		done <- waited{e, err}
-	}()
-	time.Sleep(100 * time.Millisecond) // the wait is under way before the start, as the agent's
-	if _, err := r.c.TaskStart(ctx, a.ID); err != nil {
-		t.Fatalf("agent: starting the action: %v", err)
-	}
-	w := <-done
-	if w.err != nil {
-		t.Fatalf("agent: waiting for the action: %v", w.err)
-	}
-	return w.exit, settledOutput(a.Log)
-}
-
-// settledOutput reads a task's output file once the shim has copied all
-// of it: the exit can be reported before the shim's copy of the last
-// lines is done (on a loaded machine, seconds after). It waits, within
-// 10 s, for the file to have something in it and then to stay the same
-// size for 100 ms.
-func settledOutput(file string) string {
-	size := int64(-1)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		fi, err := os.Stat(file)
-		if err == nil && fi.Size() > 0 && fi.Size() == size {
-			break
-		}
-		if err == nil {
-			size = fi.Size()
-		}
-	}
-	out, _ := os.ReadFile(file)
-	return string(out)
+	return res
 }
 
 // waiter waits for the waiter's task to exit, and reads its output file.

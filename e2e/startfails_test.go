@@ -138,7 +138,7 @@ func TestStartFailsThenFallback(t *testing.T) {
 func TestUnreadableLog(t *testing.T) {
 	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
 		out := t.TempDir()
-		r := runAction(t, c, tinkAgent, action{
+		r := runAction(t, c, dockerAPI, action{
 			name: "e2e no log", command: []string{"--exit=0"}, volumes: []string{out + ":/out"}, logDriver: "none",
 			env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "0", "WAITDAEMON_RESULT_FILE": filepath.Join(out, "result.json")},
 		})

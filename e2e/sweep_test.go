@@ -18,7 +18,6 @@ import (
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 	"github.com/waitdaemon/waitdaemon/phase"
 )
 
@@ -490,22 +489,16 @@ func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKi
 	}
 	slices.Sort(env)
 	ctx := testCtx(t)
-	a := s.r.newAction(t, full, sweepUserCommand, env, [][2]string{{p.dir, filepath.Dir(containerdapi.DefaultSocket)}, {out, "/out"}}, false)
-	exit, _ := s.r.agentRun(t, ctx, a)
-	// Read before the task goes: on a loaded machine the shim copies
-	// phase 1's last lines seconds after its exit, and a task deleted
-	// sooner can lose them.
-	res := sweepRun{actionID: a.ID, exit: int(exit.Status), phase1: settledOutput(a.Log)}
-	if fi, err := os.Stat(a.Log); err != nil || fi.Size() == 0 {
-		res.phase1 += fmt.Sprintf("(its output %s: %v, %v)", a.Log, fi, err)
-	}
-	if err := tinkagent.Delete(ctx, s.r.c, a); err != nil {
+	ctr := s.r.create(t, ctx, cdAgentAction(full, sweepUserCommand, env, [][2]string{{p.dir, filepath.Dir(containerdapi.DefaultSocket)}, {out, "/out"}}, "host", ""))
+	exit := s.r.agentRun(t, ctx, ctr)
+	res := sweepRun{actionID: ctr.ID, exit: exit.ExitCode, phase1: exit.Output}
+	if err := ctr.Finish(ctx, exit); err != nil {
 		t.Fatalf("agent: %v", err)
 	}
-	if exit.Status == 0 {
-		res.waiter = s.waiterOutput(t, a.ID)
+	if exit.ExitCode == 0 {
+		res.waiter = s.waiterOutput(t, ctr.ID)
 	}
-	res.left = settle(t, s.r.eng, a.ID, true, 30*time.Second)
+	res.left = settle(t, s.r.eng, ctr.ID, true, 30*time.Second)
 	res.proxyLog = p.log()
 	res.calls = p.calls()
 	res.created = map[string]int{}

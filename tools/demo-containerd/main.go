@@ -58,56 +58,40 @@ func run(image, probe, socket, namespace, wait string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	out, etc := filepath.Join(tmp, "workflow"), filepath.Join(tmp, "etc")
-	for _, d := range []string{out, etc} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return err
-		}
-	}
-	if err := tinkagent.EtcDir(etc); err != nil {
+	out := filepath.Join(tmp, "workflow")
+	if err := os.Mkdir(out, 0o755); err != nil {
 		return err
 	}
-	id := tinkagent.NewID()
 	a := tinkagent.Action{
-		ID: id, Name: "tinkerbell_demo-reboot_01JDEMO" + strings.ToUpper(id[:10]), Image: refs[image], Args: []string{"reboot", "--force"},
+		ID: "01JDEMO" + strings.ToUpper(tinkagent.NewID()[:10]), Name: "demo-reboot", Image: refs[image], Args: []string{"reboot", "--force"},
 		Env: []string{
-			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"IMAGE=" + refs[probe], "WAIT_SECONDS=" + wait, "BLOCK_DEVICE=/dev/sda", "PROBE_DIR=/workflow",
 			"WAITDAEMON_RESULT_FILE=" + filepath.Join(out, "result.json"),
 		},
-		Volumes: [][2]string{{socket, containerdapi.DefaultSocket}, {out, "/workflow"}},
-		Etc:     etc, Log: filepath.Join(tmp, "action.log"),
+		Volumes: []string{socket + ":" + containerdapi.DefaultSocket, out + ":/workflow"},
+		PID:     "host",
 	}
 
-	fmt.Printf("== the agent creates and starts the action %s\n   (image %s, command: reboot --force, on %s, namespace %s)\n", a.Name, a.Image, socket, namespace)
-	if err := tinkagent.Create(ctx, c, a); err != nil {
+	fmt.Printf("== the agent creates and starts the action %s\n   (image %s, command: reboot --force, on %s, namespace %s)\n", a.ContainerName(), a.Image, socket, namespace)
+	ctr, err := (&tinkagent.Containerd{C: c}).Create(ctx, a)
+	if err != nil {
 		return err
 	}
-	waited := make(chan error, 1)
-	var exit containerdapi.Exit
-	go func() {
-		var err error
-		exit, err = c.TaskWait(ctx, id)
-		waited <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
+	id := ctr.ID
 	sent := time.Now()
-	if _, err := c.TaskStart(ctx, id); err != nil {
-		return fmt.Errorf("starting the action: %w", err)
+	exit, err := ctr.Run(ctx)
+	if err != nil {
+		return err
 	}
-	if err := <-waited; err != nil {
-		return fmt.Errorf("waiting for the action: %w", err)
+	fmt.Printf("== phase 1 (the action's output, read from its FIFOs):\n%s", exit.Output)
+	fmt.Printf("== the action exited %d %d ms after the agent began its wait and start (exited_at); the agent deletes its task and container\n\n",
+		exit.ExitCode, exit.ExitedAt.Sub(sent).Milliseconds())
+	if err := ctr.Finish(ctx, exit); err != nil {
+		return err
 	}
-	phase1, _ := os.ReadFile(a.Log)
-	fmt.Printf("== phase 1 (the action's output, %s):\n%s", a.Log, phase1)
-	fmt.Printf("== the action exited %d after %d ms (Tasks/Start sent → exited_at); the agent deletes its task and container\n\n",
-		exit.Status, exit.ExitedAt.Sub(sent).Milliseconds())
-	if exit.Status != 0 {
+	if exit.ExitCode != 0 {
 		_ = eng.Remove(ctx, id)
 		return fmt.Errorf("the action failed")
-	}
-	if err := tinkagent.Delete(ctx, c, a); err != nil {
-		return err
 	}
 
 	waiter := ""

@@ -1,0 +1,78 @@
+// Package tinkagent runs actions the way tink-agent (tinkerbell/tinkerbell,
+// tink/agent) does, on its two runtimes: containerd (CaptainOS) and Docker
+// (HookOS). It is a test rig, for the end-to-end tests, the bench, the
+// containerd demo and the VM suite's machines (tools/tinkagent); no part
+// of waitdaemon's binary.
+//
+// Run is the whole of one action, as the agent's Execute: pull, create,
+// start, wait (killed at the timeout), relay the output, clean up. The
+// lower-level pieces (Create, then Start or Run, then Finish) let a test
+// watch what the agent made in between.
+package tinkagent
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Action is one action as tink-agent receives it from the server.
+type Action struct {
+	// ID is the action's ID in the workflow: the container's name ends
+	// with it.
+	ID   string
+	Name string
+	// Image as the template names it (containerd qualifies a short name
+	// to docker.io, as the agent does).
+	Image string
+	// Cmd replaces the image's entrypoint: the agent's Cmd, which only
+	// its file and NATS transports set (a template's command is Args).
+	Cmd string
+	// Args are the template's command: the image's entrypoint gets them
+	// as its arguments, in place of the image's cmd.
+	Args []string
+	// Env are KEY=VALUE, in the order the server sends them.
+	Env []string
+	// Volumes are host:container[:options].
+	Volumes []string
+	// PID and Network are the action's namespaces.pid (or its top-level
+	// pid) and namespaces.network: "host", or "" for the runtime's own.
+	PID, Network string
+	// Timeout is the action's timeout: the agent kills the action when
+	// it passes, and a zero timeout has passed before anything starts.
+	Timeout time.Duration
+}
+
+// Result is how an action ended.
+type Result struct {
+	ContainerID string
+	Name        string // the container's
+	ExitCode    int
+	ExitedAt    time.Time
+	// TimedOut: the action's timeout passed, and the agent killed it.
+	TimedOut bool
+	// Output is what the action wrote on stdout and stderr, as the agent
+	// read it.
+	Output string
+}
+
+// Succeeded reports whether the agent counts r a success.
+func (r Result) Succeeded() bool { return !r.TimedOut && r.ExitCode == 0 }
+
+var invalidName = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
+
+// ContainerName is the agent's name for a's container:
+// tinkerbell_<name>_<action ID>, every character outside [a-zA-Z0-9_.-]
+// made _ (conv.ParseName).
+func (a Action) ContainerName() string {
+	return fmt.Sprintf("tinkerbell_%s_%s", invalidName.ReplaceAllString(a.Name, "_"), invalidName.ReplaceAllString(a.ID, "_"))
+}
+
+// NewID is a random 64-hex container ID, as the agent's (and nerdctl's).
+func NewID() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,174 @@
+package tinkagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/imageref"
+)
+
+// Docker is tink-agent's Docker runtime (HookOS).
+type Docker struct {
+	C *dockerapi.Client
+	// Output receives the actions' output as it comes, as the agent logs
+	// what it reads of its attach; nil discards it.
+	Output io.Writer
+	// Unprivileged leaves out Privileged, which the agent always sets:
+	// for an engine that cannot start a privileged container (Docker
+	// 20.10 on the development machines).
+	Unprivileged bool
+}
+
+// DockerContainer is an action's container, made by Create.
+type DockerContainer struct {
+	ID, Name string
+	// Request is the create request the agent sent.
+	Request dockerapi.CreateRequest
+
+	c      *dockerapi.Client
+	output *relay
+}
+
+// Run runs a as the agent's Execute does, under a's timeout: the image
+// pulled if the engine lacks it, the container created, started, its
+// output followed, its exit waited for, or at the timeout stopped (SIGTERM,
+// SIGKILL 5 s later); then the container force-removed, whatever its
+// end.
+func (d *Docker) Run(ctx context.Context, a Action) (Result, error) {
+	// The agent's deadline: the action's timeout, from before the pull.
+	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
+	defer cancel()
+	ctr, err := d.Create(ctx, a)
+	if err != nil {
+		// Nothing ran: no exit code.
+		return Result{Name: a.ContainerName(), TimedOut: ctx.Err() != nil, ExitCode: -1}, err
+	}
+	res, err := ctr.Run(ctx)
+	return res, errors.Join(err, ctr.Finish(context.WithoutCancel(ctx), res))
+}
+
+// Create pulls a's image if the engine lacks it (five tries), and creates
+// its container as the agent does: named tinkerbell_<name>_<action ID>,
+// the env, the command as Cmd after the image's entrypoint, the volumes
+// as binds, privileged, and the pid and network modes of the action's
+// namespaces, each on its own.
+func (d *Docker) Create(ctx context.Context, a Action) (*DockerContainer, error) {
+	if _, err := d.C.ImageInspect(ctx, a.Image); err != nil {
+		ref, perr := imageref.Parse(a.Image)
+		if perr != nil {
+			return nil, fmt.Errorf("action %s: image %q: %w", a.Name, a.Image, perr)
+		}
+		delay := 100 * time.Millisecond
+		for try := 1; ; try++ {
+			err = d.C.ImagePull(ctx, ref, nil, nil)
+			if err == nil || try == 5 || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(delay)
+			delay *= 2
+		}
+		if err != nil {
+			return nil, fmt.Errorf("action %s: pulling %s: %w", a.Name, a.Image, err)
+		}
+	}
+	req := dockerapi.CreateRequest{
+		// The action's cmd as the entrypoint, its args as the cmd.
+		Config: dockerapi.Config{Image: a.Image, Env: a.Env, Cmd: a.Args},
+		HostConfig: dockerapi.HostConfig{
+			Binds: append([]string{}, a.Volumes...),
+			// Privileged, always.
+			Privileged: !d.Unprivileged,
+			// namespaces.pid and namespaces.network, each on its own.
+			PidMode: a.PID, NetworkMode: a.Network,
+		},
+	}
+	if a.Cmd != "" {
+		req.Config.Entrypoint = []string{a.Cmd}
+	}
+	name := a.ContainerName()
+	created, err := d.C.ContainerCreate(ctx, name, req)
+	if err != nil {
+		return nil, fmt.Errorf("creating action %s: %w", name, err)
+	}
+	return &DockerContainer{ID: created.ID, Name: name, Request: req, c: d.C, output: &relay{to: d.Output}}, nil
+}
+
+// Start starts the container, and returns at once.
+func (c *DockerContainer) Start(ctx context.Context) error {
+	if err := c.c.ContainerStart(ctx, c.ID); err != nil {
+		return fmt.Errorf("starting action %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// Run waits for the container's next exit, starts it, follows its output,
+// and returns its exit; at ctx's deadline it stops it (SIGTERM, then
+// SIGKILL 5 s later) and returns that exit.
+func (c *DockerContainer) Run(ctx context.Context) (Result, error) {
+	res := Result{ContainerID: c.ID, Name: c.Name}
+	type waited struct {
+		code int
+		err  error
+	}
+	done := make(chan waited, 1)
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	go func() {
+		w, err := c.c.ContainerWait(wctx, c.ID, dockerapi.WaitNextExit)
+		done <- waited{w.StatusCode, err}
+	}()
+	time.Sleep(50 * time.Millisecond) // the next-exit wait is in place before the start, as the agent's
+	if err := c.Start(ctx); err != nil {
+		// Nothing ran: no exit code.
+		res.TimedOut, res.ExitCode = ctx.Err() != nil, -1
+		return res, err
+	}
+	// The output followed from the start, as the agent's attach.
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		_ = c.c.ContainerLogs(wctx, c.ID, dockerapi.LogsOptions{Follow: true}, c.output, c.output)
+	}()
+	var w waited
+	select {
+	case w = <-done:
+	case <-ctx.Done():
+		// At the timeout: stopped, with 5 s before the SIGKILL.
+		res.TimedOut = true
+		if _, err := c.c.Raw(wctx, "POST", "/containers/"+url.PathEscape(c.ID)+"/stop?t=5", nil); err != nil {
+			return res, fmt.Errorf("stopping action %s at its timeout: %w", c.Name, err)
+		}
+		w = <-done
+	}
+	if w.err != nil {
+		return res, fmt.Errorf("waiting for action %s: %w", c.Name, w.err)
+	}
+	select {
+	case <-followed:
+	case <-time.After(10 * time.Second):
+	}
+	res.ExitCode, res.Output = w.code, c.output.String()
+	if ctr, err := c.c.ContainerInspect(wctx, c.ID); err == nil {
+		res.ExitedAt, _ = time.Parse(time.RFC3339Nano, ctr.State.FinishedAt)
+	}
+	return res, nil
+}
+
+// Output is what the action has written so far.
+func (c *DockerContainer) Output() string { return c.output.String() }
+
+// Finish force-removes the container, whatever its end, as the agent
+// does.
+func (c *DockerContainer) Finish(ctx context.Context, _ Result) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.c.ContainerRemove(ctx, c.ID, dockerapi.RemoveOptions{Force: true}); err != nil && !errors.Is(err, dockerapi.ErrNotFound) {
+		return fmt.Errorf("removing action %s: %w", c.Name, err)
+	}
+	return nil
+}

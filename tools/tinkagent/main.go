@@ -1,0 +1,111 @@
+// Command tinkagent runs one action of a Tinkerbell template as tink-agent
+// does, on containerd or Docker (package internal/tinkagent): a test rig
+// for machines that have no Tinkerbell server, such as the VM suite's.
+//
+//	tinkagent -runtime containerd|docker -socket PATH [-namespace tinkerbell] -action FILE
+//
+// FILE is one action as a template writes it. The action's output goes to
+// stderr; one JSON line on stdout says how it ended:
+//
+//	{"msg":"action exited","action":NAME,"exit_code":N,"at":RFC3339Nano}
+//
+// ("action timed out" when its timeout passed; exit_code -1 when the action
+// never ran). It exits 0 if the action succeeded, 1 if not, 2 on bad
+// input. -unprivileged, for Docker engines that cannot start a privileged
+// container, leaves out Privileged, which the agent always sets.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// runner is either runtime.
+type runner interface {
+	Run(ctx context.Context, a tinkagent.Action) (tinkagent.Result, error)
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tinkagent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	runtime := fs.String("runtime", "", "containerd or docker")
+	socket := fs.String("socket", "", "the engine's unix socket")
+	namespace := fs.String("namespace", containerdapi.DefaultNamespace, "containerd's namespace")
+	file := fs.String("action", "", "a file holding one action of a template, in YAML")
+	unprivileged := fs.Bool("unprivileged", false, "docker: leave out Privileged, for an engine that cannot start a privileged container")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "tinkagent: "+format+"\n", a...)
+		fs.Usage()
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected arguments %q", fs.Args())
+	}
+	if *socket == "" {
+		return bad("-socket: want the engine's unix socket")
+	}
+	if *file == "" {
+		return bad("-action: want a file holding one action")
+	}
+	data, err := os.ReadFile(*file)
+	if err != nil {
+		return bad("-action: %v", err)
+	}
+	a, err := tinkagent.ParseTemplateAction(data, strings.ToUpper(tinkagent.NewID()[:26]))
+	if err != nil {
+		return bad("-action %s: %v", *file, err)
+	}
+	var r runner
+	switch *runtime {
+	case "containerd":
+		r = &tinkagent.Containerd{C: &containerdapi.Client{Socket: *socket, Namespace: *namespace}, Output: stderr}
+	case "docker":
+		r = &tinkagent.Docker{C: &dockerapi.Client{Socket: *socket}, Output: stderr, Unprivileged: *unprivileged}
+	default:
+		return bad("-runtime %q: want containerd or docker", *runtime)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := r.Run(ctx, a)
+	if err != nil {
+		fmt.Fprintf(stderr, "tinkagent: %v\n", err)
+	}
+	msg := "action exited"
+	if res.TimedOut {
+		msg = "action timed out"
+	}
+	at := res.ExitedAt
+	if at.IsZero() {
+		at = time.Now()
+	}
+	line, _ := json.Marshal(struct {
+		Msg      string `json:"msg"`
+		Action   string `json:"action"`
+		ExitCode int    `json:"exit_code"`
+		At       string `json:"at"`
+	}{msg, a.Name, res.ExitCode, at.UTC().Format(time.RFC3339Nano)})
+	fmt.Fprintf(stdout, "%s\n", line)
+	if err != nil || !res.Succeeded() {
+		return 1
+	}
+	return 0
+}
