@@ -32,7 +32,7 @@ say() { echo "field-image: $*" >&2; }
 
 # The kernel modules each machine loads; their dependencies come along.
 modules_common="virtio_pci virtio_net virtio_blk virtio_scsi sd_mod ext4 overlay"
-modules_hookos="bridge br_netfilter veth nf_tables nft_compat nft_chain_nat nft_masq nf_nat nf_conntrack
+modules_hookos="crc32c_generic bridge br_netfilter veth nf_tables nft_compat nft_chain_nat nft_masq nf_nat nf_conntrack
 	xt_MASQUERADE xt_addrtype xt_conntrack xt_nat xt_mark xt_comment iptable_nat iptable_filter ip6table_nat ip6table_filter"
 
 case $os in
@@ -221,7 +221,7 @@ mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /tmp
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 hostname hookos
-while read -r m; do modprobe "$m"; done </etc/modules-field
+while read -r m; do /usr/sbin/modprobe "$m"; done </etc/modules-field
 ip link set lo up
 ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0
@@ -231,9 +231,9 @@ EOF
 		# unmount.
 		cat >"$root/etc/rc.shutdown" <<'EOF'
 #!/bin/busybox sh
-/bin/busybox killall5 -15
+/bin/busybox kill -15 -1
 /bin/busybox sleep 5
-/bin/busybox killall5 -9
+/bin/busybox kill -9 -1
 /bin/busybox sync
 /bin/busybox umount -a -r 2>/dev/null
 EOF
