@@ -15,7 +15,7 @@ HOSTARCH := $(shell go env GOARCH)
 GOBUILD = CGO_ENABLED=0 GOOS=linux go build -trimpath \
 	-gcflags=all=-l -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: build test image probe-image demo bench record fuzz mutate engine docker29 clean oci push containerd record-containerd
+.PHONY: build test field image probe-image demo bench record fuzz mutate engine docker29 clean oci push containerd record-containerd
 
 build: $(foreach a,$(ARCHES),bin/waitdaemon-linux-$(a))
 
@@ -29,6 +29,15 @@ FORCE:
 # first run builds Docker 29 and containerd into /var/cache/waitdaemon.
 test: engine docker29 containerd
 	go test -race -count=1 -timeout 45m ./...
+
+# The VM suite (field/): the CaptainOS-like and HookOS-like machines, built
+# from Debian trixie into /var/cache/waitdaemon/field the first time (about
+# a minute each; later runs find them there), boot in QEMU one at a time;
+# every template of the README and docs/templates.md runs on each OS it is
+# for, and a table says how each machine went down. FIELD_RUN (a regexp of
+# os/scenario) and FIELD_OS (captainos, hookos) narrow it.
+field: engine containerd
+	go test -count=1 -timeout 60m -v -run 'TestField$$' ./field/
 
 image: bin/waitdaemon-linux-$(HOSTARCH)
 	cp bin/waitdaemon-linux-$(HOSTARCH) bin/waitdaemon

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -230,6 +231,7 @@ fi
 if [ -n "$MOUNT_TARGET" ]; then
 	mkdir -p /mnt/target && mount /dev/sda1 /mnt/target || echo "FIELD-MOUNT-FAILED"
 fi
+echo "FIELD-CLOCK $(date +%s.%N)"
 echo FIELD-RUNNING
 /field/tinkagent -runtime "$RUNTIME" -socket "$SOCKET" -action /field/action.yaml
 echo "FIELD-RUNNER-EXIT $?"
@@ -304,10 +306,18 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 	}
 	var ended struct {
 		Msg      string
-		ExitCode int `json:"exit_code"`
+		ExitCode int       `json:"exit_code"`
+		At       time.Time `json:"at"`
 	}
 	_ = json.Unmarshal([]byte(actionLine.FindString(exit.Text)), &ended)
-	t.Logf("%s: %s, exit code %d, %.1f s after QEMU started", sc.OS, ended.Msg, ended.ExitCode, exit.At.Sub(start).Seconds())
+	// The action's exit, on the host's clock: the runner reports it only
+	// after the container's removal, seconds later under TCG, so take its
+	// "at" and the guest clock's offset, which FIELD-CLOCK gave.
+	exitAt := exit.At
+	if offset, ok := clockOffset(vm); ok && !ended.At.IsZero() {
+		exitAt = ended.At.Add(offset)
+	}
+	t.Logf("%s: %s, exit code %d, %.1f s after QEMU started, reported %.1f s later", sc.OS, ended.Msg, ended.ExitCode, exitAt.Sub(start).Seconds(), exit.At.Sub(exitAt).Seconds())
 
 	window := time.Duration(sc.Wait)*time.Second + downGrace
 	dctx, dcancel := context.WithTimeout(context.Background(), window)
@@ -332,7 +342,7 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 		row.Outcome = down.Reason
 	}
 	if row.Outcome != StayedUp {
-		row.ExitToDown = down.At.Sub(exit.At)
+		row.ExitToDown = down.At.Sub(exitAt)
 	}
 	vm.Kill()
 	if row.Outcome != sc.Want {
@@ -352,6 +362,22 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 		t.Logf("%s on the target disk: %s", sc.Result, data)
 	}
 	return row
+}
+
+// clockOffset is the host's clock less the guest's, from the FIELD-CLOCK
+// line: the guest's time when it wrote it, the host's when it came.
+func clockOffset(vm *VM) (time.Duration, bool) {
+	for _, l := range vm.Lines() {
+		if rest, ok := strings.CutPrefix(l.Text, "FIELD-CLOCK "); ok {
+			secs, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				return 0, false
+			}
+			guest := time.Unix(0, int64(secs*1e9))
+			return l.At.Sub(guest), true
+		}
+	}
+	return 0, false
 }
 
 func consoleTail(vm *VM, n int) string {

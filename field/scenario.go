@@ -46,7 +46,7 @@ var images = map[string]string{
 	"kexec":      RegistryName + "/kexec:latest",
 }
 
-var imageLine = regexp.MustCompile(`(?m)^(\s*(?:image|IMAGE|WAITDAEMON_FALLBACK_IMAGE):\s*)(\S+)(.*)$`)
+var imageLine = regexp.MustCompile(`(?m)^(\s*(?:- )?(?:image|IMAGE|WAITDAEMON_FALLBACK_IMAGE):\s*)(\S+)(.*)$`)
 
 // Rename changes only the images a template names, to the field
 // registry's.
