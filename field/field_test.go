@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -55,6 +57,18 @@ type Row struct {
 	Scenario, OS, Want, Outcome string
 	ExitToDown, Wall            time.Duration
 	Note                        string
+}
+
+// TestMain kills the VMs of a run that is interrupted.
+func TestMain(m *testing.M) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		KillAll()
+		os.Exit(1)
+	}()
+	os.Exit(m.Run())
 }
 
 func TestField(t *testing.T) {
@@ -215,18 +229,34 @@ func dockerBuild(t *testing.T, dir, tag string) {
 const runScript = `#!/bin/sh
 . /field/env
 echo "FIELD-BOOTED pid1=$(cat /proc/1/comm) hostname=$(hostname) etc-hostname=$(cat /etc/hostname 2>/dev/null || echo none) cgroup=$(stat -fc %T /sys/fs/cgroup)"
+n=0
+until ip -4 addr show scope global | grep -q inet; do
+	sleep 0.5
+	n=$((n+1))
+	[ $n = 120 ] && { echo "FIELD-NO-ADDRESS"; ip addr; }
+done
+n=0
 if [ "$RUNTIME" = containerd ]; then
-	until ctr version >/dev/null 2>&1; do sleep 0.5; done
+	until ctr version >/dev/null 2>&1; do
+		sleep 0.5
+		n=$((n+1))
+		[ $n = 120 ] && { echo "FIELD-ENGINE-DOWN"; systemctl status containerd --no-pager | tail -20; }
+	done
+	echo "FIELD-ENGINE-UP"
 	# tools/tinkagent pulls without containerd's certs.d, where the agent
 	# pulls with it: pull the action's image as the agent would.
-	ctr -n tinkerbell images pull -q --hosts-dir /etc/containerd/certs.d "$ACTION_IMAGE" >/dev/null || echo "FIELD-PULL-FAILED $ACTION_IMAGE"
+	for i in 1 2 3 4 5; do
+		ctr -n tinkerbell images pull --hosts-dir /etc/containerd/certs.d "$ACTION_IMAGE" >/tmp/pull.log 2>&1 && break
+		echo "FIELD-PULL-FAILED $ACTION_IMAGE: $(tail -2 /tmp/pull.log)"
+		sleep 2
+	done
 else
-	i=0
 	until docker version >/dev/null 2>&1; do
 		sleep 0.5
-		i=$((i+1))
-		[ $i = 240 ] && { echo "FIELD-ENGINE-DOWN"; tail -20 /var/log/dockerd.log; }
+		n=$((n+1))
+		[ $n = 240 ] && { echo "FIELD-ENGINE-DOWN"; tail -20 /var/log/dockerd.log; }
 	done
+	echo "FIELD-ENGINE-UP"
 fi
 if [ -n "$MOUNT_TARGET" ]; then
 	mkdir -p /mnt/target && mount /dev/sda1 /mnt/target || echo "FIELD-MOUNT-FAILED"
@@ -248,7 +278,12 @@ var actionLine = regexp.MustCompile(`\{"msg":"action (exited|timed out)".*\}`)
 func (f *field) run(t *testing.T, sc Scenario) Row {
 	row := Row{Scenario: sc.Name, OS: sc.OS, Want: sc.Want}
 	img := f.images[sc.OS]
-	dir := t.TempDir()
+	// Not t.TempDir(): QEMU's options take no commas in a path.
+	dir, err := os.MkdirTemp("", "waitdaemon-field-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
 	env := "RUNTIME=docker\nSOCKET=/var/run/docker.sock\n"
 	if sc.OS == "captainos" {
 		env = "RUNTIME=containerd\nSOCKET=/run/containerd/containerd.sock\n"
@@ -293,7 +328,9 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 	fail := func(format string, a ...any) Row {
 		t.Helper()
 		t.Errorf("%s on %s: %s\nconsole (%s), last lines:\n%s", sc.Name, sc.OS, fmt.Sprintf(format, a...), logPath, consoleTail(vm, 40))
-		row.Outcome = "error"
+		if row.Outcome == "" {
+			row.Outcome = "error"
+		}
 		row.Wall = time.Since(start)
 		return row
 	}
@@ -319,6 +356,9 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 	}
 	t.Logf("%s: %s, exit code %d, %.1f s after QEMU started, reported %.1f s later", sc.OS, ended.Msg, ended.ExitCode, exitAt.Sub(start).Seconds(), exit.At.Sub(exitAt).Seconds())
 
+	if sc.Want != StayedUp && (ended.Msg != "action exited" || ended.ExitCode != 0) {
+		return fail("the action did not succeed: %s, exit code %d", ended.Msg, ended.ExitCode)
+	}
 	window := time.Duration(sc.Wait)*time.Second + downGrace
 	dctx, dcancel := context.WithTimeout(context.Background(), window)
 	defer dcancel()
@@ -345,11 +385,14 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 		row.ExitToDown = down.At.Sub(exitAt)
 	}
 	vm.Kill()
+	if sc.Want == StayedUp {
+		row.Note += ", " + killedWhen(vm, exit.At)
+	}
 	if row.Outcome != sc.Want {
 		return fail("want %s, got %s (%s, exit code %d)", sc.Want, row.Outcome, ended.Msg, ended.ExitCode)
 	}
-	if sc.Want != StayedUp && (ended.Msg != "action exited" || ended.ExitCode != 0) {
-		return fail("the action did not succeed: %s, exit code %d", ended.Msg, ended.ExitCode)
+	if sc.Want == StayedUp && ended.Msg != "action timed out" {
+		return fail("want the action timed out, got %s, exit code %d", ended.Msg, ended.ExitCode)
 	}
 	if sc.Want != StayedUp && row.ExitToDown < time.Duration(sc.Wait)*time.Second {
 		return fail("down %.1f s after the action's exit, before its WAIT_SECONDS=%d", row.ExitToDown.Seconds(), sc.Wait)
@@ -378,6 +421,17 @@ func clockOffset(vm *VM) (time.Duration, bool) {
 		}
 	}
 	return 0, false
+}
+
+// killedWhen says whether phase 1 had created the user container when
+// the action was killed: its trace shows the create's answer.
+func killedWhen(vm *VM, exit time.Time) string {
+	for _, l := range vm.Lines() {
+		if l.At.Before(exit) && strings.Contains(l.Text, "waitdaemon-user") {
+			return "killed after phase 1 created the user container"
+		}
+	}
+	return "killed before phase 1 created the user container"
 }
 
 func consoleTail(vm *VM, n int) string {

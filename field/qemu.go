@@ -117,7 +117,9 @@ func (m Machine) Boot(ctx context.Context, dir string) (*VM, error) {
 			"-drive", "file="+m.Disk+",format=raw,if=none,id=d0", "-device", "scsi-hd,drive=d0")
 	}
 	cmd := exec.Command("qemu-system-x86_64", args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// A session of its own, for Kill; and killed with the test, should
+	// it die with no chance to call Kill (a go test timeout).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Stdin = nil
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -129,6 +131,7 @@ func (m Machine) Boot(ctx context.Context, dir string) (*VM, error) {
 		return nil, fmt.Errorf("starting qemu-system-x86_64: %w", err)
 	}
 	vm.cmd = cmd
+	live.Store(vm, true)
 	go vm.readConsole(out, m.Log)
 	go func() {
 		err := cmd.Wait()
@@ -137,6 +140,7 @@ func (m Machine) Boot(ctx context.Context, dir string) (*VM, error) {
 			vm.exitErr = fmt.Errorf("qemu: %v: %s", err, strings.TrimSpace(stderr.String()))
 		}
 		vm.mu.Unlock()
+		live.Delete(vm)
 		close(vm.exited)
 	}()
 	go vm.watchQMP(qmp)
@@ -297,6 +301,17 @@ func (vm *VM) Err() error {
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
 	return vm.exitErr
+}
+
+// live holds the VMs running, for KillAll.
+var live sync.Map
+
+// KillAll kills every VM still running: for a test that is interrupted.
+func KillAll() {
+	live.Range(func(k, _ any) bool {
+		k.(*VM).Kill()
+		return true
+	})
 }
 
 // Kill ends QEMU's whole process group and waits for QEMU's exit.

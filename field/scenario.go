@@ -205,7 +205,7 @@ func Scenarios(repo string) ([]Scenario, error) {
 		}
 		timeout, err := NewScenario("timeout", os, `- name: reboot
   image: waitdaemon:latest
-  timeout: 2
+  timeout: 5
   command: ["reboot", "-f"]
 `+pid+`  environment:
     IMAGE: alpine:3.20

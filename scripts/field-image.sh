@@ -174,7 +174,7 @@ EOF
 [Unit]
 Description=the field's action runner, as tink-agent runs
 After=containerd.service network-online.target
-Wants=containerd.service
+Wants=containerd.service network-online.target
 ConditionPathExists=/field/run
 
 [Service]
