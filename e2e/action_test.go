@@ -213,6 +213,11 @@ func testInheritance(t *testing.T, c *dockerapi.Client) {
 			if got := p.Namespaces["net"] == hostNamespace(t, "net"); got != tc.hostNet {
 				t.Errorf("user network namespace is the host's: %v, want %v", got, tc.hostNet)
 			}
+			// Privileged exactly when the worker made the action so:
+			// every capability of the host's, and its devices.
+			if full := p.CapEff == hostCapBnd(t) && p.Devices > 10; full != r.Privileged {
+				t.Errorf("user capabilities %s and %d devices (privileged: %v), want the action's (privileged: %v)", p.CapEff, p.Devices, full, r.Privileged)
+			}
 			if tc.wantHostname != "" && p.Hostname != tc.wantHostname {
 				t.Errorf("user hostname = %q, want %q", p.Hostname, tc.wantHostname)
 			}
@@ -290,8 +295,8 @@ func TestFailingUserContainerIsKept(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the failed user container was not kept: %v", err)
 		}
-		if kept.HostConfig.Privileged != e.privileged || kept.HostConfig.PidMode != "host" {
-			t.Errorf("kept container: Privileged %v, PidMode %q; want the action's, %v and host", kept.HostConfig.Privileged, kept.HostConfig.PidMode, e.privileged)
+		if kept.HostConfig.Privileged != r.Privileged || kept.HostConfig.PidMode != "host" {
+			t.Errorf("kept container: Privileged %v, PidMode %q; want the action's, %v and host", kept.HostConfig.Privileged, kept.HostConfig.PidMode, r.Privileged)
 		}
 		if kept.State.ExitCode != 3 || kept.Config.Labels["org.waitdaemon.role"] != "user" || kept.Config.Labels["org.waitdaemon.action-id"] != r.ID {
 			t.Errorf("kept container: exit %d, labels %v", kept.State.ExitCode, kept.Config.Labels)

@@ -17,6 +17,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
 	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 	"github.com/waitdaemon/waitdaemon/phase"
 )
 
@@ -44,8 +45,20 @@ func requireContainerd(t *testing.T) *containerdapi.Client {
 // namespace, unpacked, as docker.io/library/NAME:TAG.
 func importImages(t *testing.T, images ...string) {
 	t.Helper()
+	importImagesTo(t, containerdNS, "", images...)
+}
+
+// importImagesTo copies Docker images into namespace ns, unpacked in
+// snapshotter (empty: ctr's default).
+func importImagesTo(t *testing.T, ns, snapshotter string, images ...string) {
+	t.Helper()
 	save := exec.Command("docker", append([]string{"save"}, images...)...)
-	imp := exec.Command(ctrBinary, "-a", containerdSocket, "-n", containerdNS, "images", "import", "-")
+	args := []string{"-a", containerdSocket, "-n", ns, "images", "import", "-"}
+	if snapshotter != "" {
+		// The Transfer service unpacks to the configured snapshotter alone.
+		args = slices.Insert(args, len(args)-1, "--local", "--snapshotter", snapshotter)
+	}
+	imp := exec.Command(ctrBinary, args...)
 	pipe, err := save.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -214,10 +227,14 @@ func TestContainerdEngine(t *testing.T) {
 			t.Errorf("probe env has waitdaemon's %s", kv)
 		}
 	}
-	for _, ns := range []string{"pid", "net"} {
-		if probe.Namespaces[ns] != hostNamespace(t, ns) {
-			t.Errorf("probe %s namespace %s, want the host's %s, as the action's", ns, probe.Namespaces[ns], hostNamespace(t, ns))
-		}
+	// The README's template: the host's pid namespace, and the agent's
+	// own network namespace, which goes with the action: the user
+	// container gets one of its own.
+	if probe.Namespaces["pid"] != hostNamespace(t, "pid") {
+		t.Errorf("probe pid namespace %s, want the host's %s, as the action's", probe.Namespaces["pid"], hostNamespace(t, "pid"))
+	}
+	if probe.Namespaces["net"] == hostNamespace(t, "net") || probe.Namespaces["net"] == "" {
+		t.Errorf("probe net namespace %q, want one of its own, as the action has", probe.Namespaces["net"])
 	}
 	if !slices.Contains(probe.Mounts, "/out") || !slices.Contains(probe.Mounts, containerdapi.DefaultSocket) {
 		t.Errorf("probe mounts %q, want the action's volumes", probe.Mounts)
@@ -235,6 +252,37 @@ func TestContainerdEngine(t *testing.T) {
 			t.Errorf("after a success, the %s container's output is still on the host: %q", role, dirs)
 		}
 	}
+
+	t.Run("the host's network", func(t *testing.T) {
+		out := t.TempDir()
+		r := runCDAction(t, ctx, c, eng, actionImg, cdAction{
+			name: "tinkerbell_cd-hostnet_01JE2E" + randomHex(10), network: "host", volumes: [][2]string{{out, "/out"}},
+			env: []string{user, "WAIT_SECONDS=0", "PROBE_DIR=/out", "PROBE_NAME=hostnet"},
+		})
+		if r.result.ExitCode != 0 {
+			t.Fatalf("result %+v, want exit 0", r.result)
+		}
+		probe, ok := readProbe(t, out, "hostnet")
+		if !ok {
+			t.Fatal("the probe left no report")
+		}
+		host, _ := os.Hostname()
+		if probe.Namespaces["net"] != hostNamespace(t, "net") || probe.Hostname != host {
+			t.Errorf("probe net namespace %s, hostname %q; want the host's, %s and %q", probe.Namespaces["net"], probe.Hostname, hostNamespace(t, "net"), host)
+		}
+		// This host has all three /etc files: each is bound, and none is
+		// the action's, which the agent deleted.
+		for _, f := range ocispec.HostFiles {
+			if !slices.Contains(probe.Mounts, f) {
+				t.Errorf("probe mounts %q lack the host's %s", probe.Mounts, f)
+			}
+		}
+		for _, m := range r.spec.Mounts {
+			if slices.Contains(ocispec.HostFiles, m.Destination) && m.Source == m.Destination {
+				t.Errorf("the action binds the host's %s, which tink-agent never does: %+v", m.Destination, m)
+			}
+		}
+	})
 
 	t.Run("kept failure, then the next run", func(t *testing.T) {
 		name := "tinkerbell_cd-kept_01JE2E" + randomHex(10)
@@ -452,4 +500,90 @@ func hostCapBnd(t *testing.T) string {
 	}
 	t.Fatal("no CapBnd in /proc/self/status")
 	return ""
+}
+
+// TestContainerdSnapshotter: in a namespace whose default snapshotter is
+// not overlayfs (its containerd.io/defaults/snapshotter label), where
+// tink-agent unpacks the images and makes the action's snapshot, the
+// waiter and the user container are made in the action's snapshotter,
+// and the user image found there without a pull.
+func TestContainerdSnapshotter(t *testing.T) {
+	c, _, actionImg := setupContainerd(t)
+	const ns, snapshotter = "waitdaemon-native", "native"
+	ctx := testCtx(t)
+	ctr := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(ctrBinary, append([]string{"-a", containerdSocket}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ctr %q: %v\n%s", args, err, out)
+		}
+	}
+	list, err := c.NamespaceList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(list, func(n containerdapi.Namespace) bool { return n.Name == ns }) {
+		ctr("namespaces", "create", ns)
+	}
+	ctr("namespaces", "label", ns, tinkagent.SnapshotterLabel+"="+snapshotter)
+	// The images unpacked in that snapshotter alone: removed first, with
+	// their snapshots in every snapshotter.
+	refs := []string{"docker.io/library/" + actionImg, "docker.io/library/" + probeImage}
+	_ = exec.Command(ctrBinary, append([]string{"-a", containerdSocket, "-n", ns, "images", "rm", "--sync"}, refs...)...).Run()
+	importImagesTo(t, ns, snapshotter, actionImg, probeImage)
+	nc := &containerdapi.Client{Socket: containerdSocket, Namespace: ns}
+	eng := containerd.New(nc)
+
+	out := t.TempDir()
+	a := tinkagent.Action{
+		ID: "01JE2E" + strings.ToUpper(randomHex(10)), Name: "native", Image: "docker.io/library/" + actionImg, Args: []string{"reboot"},
+		Env:     []string{"IMAGE=docker.io/library/" + probeImage, "WAIT_SECONDS=0", "PROBE_DIR=/out", "PROBE_NAME=native", "WAITDAEMON_PULL_POLICY=never"},
+		Volumes: []string{containerdSocket + ":" + containerdapi.DefaultSocket, out + ":/out"}, PID: "host",
+	}
+	created, err := (&tinkagent.Containerd{C: nc}).Create(ctx, a)
+	if err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = created.Finish(ctx, tinkagent.Result{ExitCode: -1})
+		left, _ := eng.List(ctx, phase.LabelActionID, created.ID)
+		for _, l := range left {
+			_ = eng.Remove(ctx, l.ID)
+			_ = os.RemoveAll(filepath.Join(containerd.DefaultLogDir, l.ID))
+		}
+		_ = eng.Remove(ctx, created.ID)
+	})
+	if created.Snapshotter != snapshotter {
+		t.Fatalf("the agent made the action in %q, want the namespace's %s", created.Snapshotter, snapshotter)
+	}
+	res, err := created.Run(ctx)
+	if err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	if err := created.Finish(ctx, res); err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("the action exited %d, want 0:\n%s", res.ExitCode, res.Output)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, ok := readProbe(t, out, "native"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the user container did not run in a minute; phase 1 said:\n%s", res.Output)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, l := range settled(t, eng, created.ID, 30*time.Second, phase.RoleWaiter+" stopped") {
+		rec, err := nc.ContainerGet(ctx, l.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Snapshotter != snapshotter {
+			t.Errorf("the waiter's snapshotter = %q, want the action's, %s", rec.Snapshotter, snapshotter)
+		}
+	}
 }

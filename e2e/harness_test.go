@@ -221,6 +221,8 @@ type ran struct {
 	ExitCode   int
 	FinishedAt time.Time
 	Logs       string
+	// Privileged: the worker made the action privileged.
+	Privileged bool
 }
 
 // runAction runs a like a worker of the given shape: create, start, wait
@@ -295,7 +297,7 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 	if err := c.ContainerRemove(ctx, created.ID, dockerapi.RemoveOptions{Force: true, Volumes: true}); err != nil {
 		t.Fatalf("worker: %v", err)
 	}
-	return ran{ID: created.ID, Name: name, ExitCode: res.StatusCode, FinishedAt: finished, Logs: out.String()}
+	return ran{ID: created.ID, Name: name, ExitCode: res.StatusCode, FinishedAt: finished, Logs: out.String(), Privileged: body.HostConfig.Privileged}
 }
 
 // runAgent runs a as tink-agent's Docker runtime does (package
@@ -323,7 +325,7 @@ func runAgent(t *testing.T, ctx context.Context, c *dockerapi.Client, a action, 
 	if err := ctr.Finish(ctx, res); err != nil {
 		t.Fatalf("agent: %v", err)
 	}
-	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output}
+	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output, Privileged: ctr.Request.HostConfig.Privileged}
 }
 
 // agentAction is a as the server sends it to tink-agent, with action ID

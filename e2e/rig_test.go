@@ -145,7 +145,8 @@ func (r containerdRig) run(t *testing.T, sh shape, a action) ran {
 	if err := ctr.Finish(ctx, res); err != nil {
 		t.Fatalf("agent: %v", err)
 	}
-	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output}
+	// Privileged always, as the agent's spec (spec.go) makes it.
+	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output, Privileged: true}
 }
 
 // cdAgentAction is the action tink-agent gets for a container named full

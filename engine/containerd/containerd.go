@@ -118,6 +118,11 @@ type Engine struct {
 	// ProcSelf is the directory Self reads cgroup and mountinfo from.
 	// Empty means /proc/self. Tests point it at their own files.
 	ProcSelf string
+	// HostRoot, when set, is where phase 1 sees the host's root. Empty
+	// means the root of the action's shim when the action shares the
+	// host's pid namespace, and nowhere when it has its own. Tests point
+	// it at their own directory.
+	HostRoot string
 
 	// newSuffix makes the random part of an ID, now dates leases; tests
 	// make both deterministic.
@@ -131,6 +136,7 @@ type Engine struct {
 	ids  map[string]string // readable name → ID, of what this process made or found
 	runs map[string]run    // by ID: the run Start began
 	own  string            // the waiter's own ID, once Tell found it
+	snap string            // the action's snapshotter, once Self found it
 	// images are the images read so far, by name, and whether each was
 	// found unpacked: phase 1 reads the user's image to decide the pull,
 	// to plan and to create, and reads it once. A pull forgets it.
@@ -463,9 +469,9 @@ func (e *Engine) taskDelete(ctx context.Context, id string) error {
 }
 
 // HasImage reports whether the image is in the store and unpacked for
-// this platform: both are needed to run it.
+// this platform, in the action's snapshotter: both are needed to run it.
 func (e *Engine) HasImage(ctx context.Context, ref imageref.Ref) (bool, error) {
-	_, err := e.unpacked(ctx, ref.Qualified(), containerdapi.DefaultSnapshotter)
+	_, err := e.unpacked(ctx, ref.Qualified(), e.snapshotter())
 	if errors.Is(err, containerdapi.ErrNotFound) || errors.Is(err, containerdapi.ErrNoPlatform) {
 		return false, nil
 	}
@@ -504,7 +510,7 @@ func addBlobs(progress func(done, total int64)) func(containerdapi.Progress) {
 // as HTTPS to a plain-HTTP registry, or on a certificate the daemon does
 // not trust, says which hosts.toml declares that registry.
 func (e *Engine) Pull(ctx context.Context, ref imageref.Ref, auth *engine.Auth, progress func(done, total int64)) error {
-	req := containerdapi.PullRequest{Ref: ref.Qualified(), HostDir: containerdapi.DefaultHostDir}
+	req := containerdapi.PullRequest{Ref: ref.Qualified(), HostDir: containerdapi.DefaultHostDir, Snapshotter: e.snapshotter()}
 	if e.noHostDir {
 		req.HostDir = ""
 	}

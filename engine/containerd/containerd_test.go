@@ -19,6 +19,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
+	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
 	"github.com/waitdaemon/waitdaemon/internal/grpcrr"
 	"github.com/waitdaemon/waitdaemon/internal/rr"
 )
@@ -93,6 +94,17 @@ func testEngine(t *testing.T, name string) (*Engine, *trace) {
 	e.newSuffix = func() string { n++; return fmt.Sprintf("%08x", n) }
 	e.now = func() time.Time { return time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC) }
 	e.ProcSelf = t.TempDir()
+	// The recording host's root, as the recordings saw it: all three
+	// /etc files.
+	e.HostRoot = t.TempDir()
+	if err := os.Mkdir(filepath.Join(e.HostRoot, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range ocispec.HostFiles {
+		if err := os.WriteFile(filepath.Join(e.HostRoot, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return e, tr
 }
 

@@ -1,13 +1,17 @@
 package containerd
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,11 +60,12 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 	id := e.newID(want.Name)
 	p := &planned{
 		ID: id, Image: want.Image.Qualified(), Labels: withName(want.Labels, want.Name),
-		Runtime: containerdapi.RuncV2, Snapshotter: containerdapi.DefaultSnapshotter, SnapshotKey: id,
+		Runtime: containerdapi.RuncV2, Snapshotter: cmp.Or(d.ctr.Snapshotter, e.snapshotter()), SnapshotKey: id,
 		Output: "file://" + e.logFile(id),
 		in: &ocispec.Input{
 			Spec: d.spec, Image: *d.image, UserImageRef: want.Image.String(),
 			Namespace: e.namespace(), ID: id, Withhold: want.Withhold, ImageDefault: want.ImageDefault,
+			HostEtc: e.hostEtc(d.spec),
 		},
 		command: want.Command,
 	}
@@ -76,6 +81,82 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 		}
 	}
 	return engine.Spec{Name: want.Name, Create: p, Note: networkNote(d.spec)}, nil
+}
+
+// hostEtc are the ocispec.HostFiles the host has, which a user container
+// on the host's network binds: those found in the host's root as
+// containerd and its runtime see it, the root of the action's nearest
+// ancestor outside the action's mount namespace (its shim), which phase
+// 1 sees when the action shares the host's pid namespace (the README's
+// templates do). An action with a pid namespace of its own has no
+// ancestor it can see, and its user container binds none. A file that is
+// a symlink is followed within that root.
+func (e *Engine) hostEtc(action ocispec.Spec) []string {
+	if !ocispec.HostNetwork(action) {
+		return nil
+	}
+	root := e.HostRoot
+	if root == "" {
+		if root = hostRoot(); root == "" {
+			return nil
+		}
+	}
+	var out []string
+	for _, f := range ocispec.HostFiles {
+		if existsIn(root, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// hostRoot is /proc/<pid>/root of this process's nearest ancestor in
+// another mount namespace, or "" if none can be seen.
+func hostRoot() string {
+	own, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return ""
+	}
+	for pid, hops := os.Getppid(), 0; pid > 0 && hops < 16; hops++ {
+		dir := "/proc/" + strconv.Itoa(pid)
+		if ns, err := os.Readlink(dir + "/ns/mnt"); err == nil && ns != own {
+			return dir + "/root"
+		}
+		stat, err := os.ReadFile(dir + "/stat")
+		if err != nil {
+			return ""
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parens.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 2 {
+			return ""
+		}
+		pid, _ = strconv.Atoi(f[1])
+	}
+	return ""
+}
+
+// existsIn reports whether the file at p (absolute) is in the tree at
+// root, following symlinks as the host would, within root.
+func existsIn(root, p string) bool {
+	for range 16 {
+		fi, err := os.Lstat(filepath.Join(root, p))
+		if err != nil {
+			return false
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			return true
+		}
+		target, err := os.Readlink(filepath.Join(root, p))
+		if err != nil {
+			return false
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = filepath.Clean("/" + target)
+	}
+	return false
 }
 
 // networkNote is the hand-off's note on a user container planned from an

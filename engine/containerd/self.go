@@ -37,7 +37,57 @@ type self struct {
 // upperdir is the container's own writable snapshot, which no other
 // container mounts as its root. Files that another container shares
 // (/etc/hosts and the like under NetworkMode container:X) are not read.
+//
+// The action's snapshotter (that of its record, else the namespace's
+// default) is the one the engine then unpacks images to and makes
+// snapshots in: the action's image is unpacked there, and tink-agent
+// unpacks the others there too.
 func (e *Engine) Self(ctx context.Context, override string) (engine.Self, error) {
+	s, err := e.findSelf(ctx, override)
+	if err != nil {
+		return s, err
+	}
+	snap := s.Detail.(*self).ctr.Snapshotter
+	if snap == "" {
+		if snap, err = e.namespaceSnapshotter(ctx); err != nil {
+			return engine.Self{}, fmt.Errorf("finding this action's snapshotter: %w", err)
+		}
+	}
+	e.mu.Lock()
+	e.snap = snap
+	e.mu.Unlock()
+	return s, nil
+}
+
+// SnapshotterLabel is the namespace label that names its default
+// snapshotter, as containerd's client reads it.
+const SnapshotterLabel = "containerd.io/defaults/snapshotter"
+
+// namespaceSnapshotter is the namespace's default snapshotter: its
+// SnapshotterLabel, else containerd's default.
+func (e *Engine) namespaceSnapshotter(ctx context.Context) (string, error) {
+	list, err := e.C.NamespaceList(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, n := range list {
+		if n.Name == e.namespace() && n.Labels[SnapshotterLabel] != "" {
+			return n.Labels[SnapshotterLabel], nil
+		}
+	}
+	return containerdapi.DefaultSnapshotter, nil
+}
+
+// snapshotter is the snapshotter images are unpacked to and snapshots
+// made in: the action's, once Self found it, else containerd's default.
+func (e *Engine) snapshotter() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return cmp.Or(e.snap, containerdapi.DefaultSnapshotter)
+}
+
+// findSelf finds the action's container, as Self says.
+func (e *Engine) findSelf(ctx context.Context, override string) (engine.Self, error) {
 	var tried []string
 	if override != "" {
 		ctr, err := e.running(ctx, override)

@@ -704,3 +704,73 @@ func TestResolveForgetsFailures(t *testing.T) {
 		t.Errorf("image read %d times, want each time", n)
 	}
 }
+
+// TestHostEtc: a user container on the host's network binds the host's
+// /etc files that the host has, as seen in its root: none
+// it lacks (CaptainOS has no /etc/hostname), a symlink followed within
+// that root.
+func TestHostEtc(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"etc", "run/systemd/resolve"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p string) {
+		if err := os.WriteFile(filepath.Join(root, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("etc/hosts")
+	write("run/systemd/resolve/stub-resolv.conf")
+	e := New(&containerdapi.Client{Namespace: "tinkerbell"})
+	e.HostRoot = root
+	hostNet := recordedAction(t, "network-host.json").Detail.(*self).spec
+	private := recordedAction(t, "reboot.json").Detail.(*self).spec
+
+	// resolv.conf as systemd-resolved links it, absolute: it must be
+	// read in the host's root, not this process's.
+	if err := os.Symlink("/run/systemd/resolve/stub-resolv.conf", filepath.Join(root, "etc/resolv.conf")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.hostEtc(hostNet), []string{"/etc/resolv.conf", "/etc/hosts"}; !slices.Equal(got, want) {
+		t.Errorf("hostEtc() = %q, want %q", got, want)
+	}
+	// A link to nothing is no file.
+	if err := os.Remove(filepath.Join(root, "etc/resolv.conf")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../run/none", filepath.Join(root, "etc/resolv.conf")); err != nil {
+		t.Fatal(err)
+	}
+	write("etc/hostname")
+	if got, want := e.hostEtc(hostNet), []string{"/etc/hosts", "/etc/hostname"}; !slices.Equal(got, want) {
+		t.Errorf("hostEtc() = %q, want %q", got, want)
+	}
+	if got := e.hostEtc(private); got != nil {
+		t.Errorf("hostEtc() of an action on a network of its own = %q, want none", got)
+	}
+}
+
+// TestHostRoot: the host's root is that of the nearest ancestor in
+// another mount namespace; this test's ancestors share its own, so it
+// sees none.
+func TestHostRoot(t *testing.T) {
+	if got := hostRoot(); got != "" {
+		t.Errorf("hostRoot() = %q, want none: every ancestor shares this process's mount namespace", got)
+	}
+}
+
+// TestPlanWaiterSnapshotter: the waiter's snapshot is made in the
+// action's snapshotter, where the action's image (the waiter's) is
+// unpacked: a namespace whose default snapshotter is not overlayfs has
+// the image nowhere else.
+func TestPlanWaiterSnapshotter(t *testing.T) {
+	action := recordedAction(t, "reboot.json")
+	action.Detail.(*self).ctr.Snapshotter = "native"
+	e := New(&containerdapi.Client{Socket: "/run/containerd/containerd.sock", Namespace: "tinkerbell"})
+	spec := e.PlanWaiter(action, engine.Waiter{Name: action.Name + "-waitdaemon-waiter", Args: []string{"waiter"}})
+	if p := spec.Create.(*planned); p.Snapshotter != "native" {
+		t.Errorf("the waiter's snapshotter = %q, want the action's, native", p.Snapshotter)
+	}
+}

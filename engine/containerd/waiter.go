@@ -1,6 +1,7 @@
 package containerd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,7 +51,7 @@ func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 	spec := waiterSpec(e.namespace(), id, append([]string{"/waitdaemon"}, want.Args...), env, mounts)
 	return engine.Spec{Name: want.Name, Create: &planned{
 		ID: id, Image: d.ctr.Image, Labels: withName(want.Labels, want.Name),
-		Runtime: containerdapi.RuncV2, Snapshotter: containerdapi.DefaultSnapshotter, SnapshotKey: id,
+		Runtime: containerdapi.RuncV2, Snapshotter: cmp.Or(d.ctr.Snapshotter, e.snapshotter()), SnapshotKey: id,
 		Output: "file://" + e.logFile(id), Spec: &spec,
 	}}
 }
@@ -274,7 +275,9 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 // waitTask waits for container id's task to exit. A wait that breaks
 // without an answer (the daemon restarting) is asked again, for
 // engineLost at most; one the daemon refuses while the task still runs,
-// after a second.
+// after a second. One refused because the task was deleted meanwhile
+// (tink-agent deletes the action's right after its exit, and the wait
+// breaks off with the shim) is ErrNotFound.
 func (e *Engine) waitTask(ctx context.Context, id, what string) (containerdapi.Exit, error) {
 	var lostSince time.Time
 	for {
@@ -293,6 +296,11 @@ func (e *Engine) waitTask(ctx context.Context, id, what string) (containerdapi.E
 			}
 		default:
 			t, gerr := e.C.TaskGet(ctx, id)
+			if errors.Is(gerr, containerdapi.ErrNotFound) {
+				// Deleted while waited for (its shim gone, the wait
+				// broken off): it has exited.
+				return exit, fmt.Errorf("waiting for %s: %w (%w)", what, gerr, err)
+			}
 			if gerr != nil || t.Status != containerdapi.TaskRunning {
 				return exit, fmt.Errorf("waiting for %s: %w", what, err)
 			}

@@ -47,7 +47,7 @@ func TestWaitTaskRefused(t *testing.T) {
 		wantErr   bool
 		wantWaits int
 	}{
-		{"the task is gone", []reply{refused}, []reply{{code: containerdapi.NotFound, status: "task act not found"}}, true, 1},
+		{"the task is gone: not found", []reply{refused}, []reply{{code: containerdapi.NotFound, status: "task act not found"}}, true, 1},
 		{"the task stopped", []reply{refused}, []reply{{msg: `{"process":{"container_id":"act","status":3}}`}}, true, 1},
 		{"the task runs: asked again", []reply{refused, {msg: `{"exit_status":4}`}}, []reply{{msg: `{"process":{"container_id":"act","status":2}}`}}, false, 2},
 	}
@@ -55,9 +55,12 @@ func TestWaitTaskRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e, d := newFake(t, map[string][]reply{"Tasks/Wait": tc.wait, "Tasks/Get": tc.get})
 			exit, err := e.waitTask(testCtx(t), "act", "the action container")
+			gone := strings.HasSuffix(tc.name, "not found")
 			switch {
 			case tc.wantErr && (err == nil || !strings.HasPrefix(err.Error(), "waiting for the action container: ") || !strings.Contains(err.Error(), "cannot wait")):
 				t.Errorf("waitTask() = %+v, %v; want the wait's error", exit, err)
+			case tc.wantErr && errors.Is(err, containerdapi.ErrNotFound) != gone:
+				t.Errorf("waitTask() = %+v, %v; want ErrNotFound: %v", exit, err, gone)
 			case !tc.wantErr && (err != nil || exit.Status != 4):
 				t.Errorf("waitTask() = %+v, %v; want exit 4", exit, err)
 			}
@@ -181,5 +184,21 @@ func TestFollowNoTail(t *testing.T) {
 	}
 	if log.String() != "" {
 		t.Errorf("log %q: want nothing read, nothing logged", log.String())
+	}
+}
+
+// TestActionExitedTaskDeleted: tink-agent deletes the action's task right
+// after its exit; a wait that then breaks off (the shim gone: "ttrpc:
+// closed") with the task no longer there is the action removed, not an
+// error.
+func TestActionExitedTaskDeleted(t *testing.T) {
+	e, _ := newFake(t, map[string][]reply{
+		"Tasks/Wait": {{code: containerdapi.Unknown, status: "ttrpc: closed"}},
+		"Tasks/Get":  {{code: containerdapi.NotFound, status: "task act not found"}},
+	})
+	before := time.Now()
+	exit, err := e.ActionExited(testCtx(t), "act")
+	if err != nil || !exit.Removed || exit.At.Before(before) {
+		t.Errorf("ActionExited() = %+v, %v; want the action removed, now", exit, err)
 	}
 }

@@ -41,20 +41,21 @@
 //     and its CNI network (which tink-agent sets up on the task's own
 //     namespace, and removes with the action) does not outlive it. That
 //     namespace has a loopback interface only.
-//   - hostname: the first 12 characters of the new ID, as tink-agent and
-//     nerdctl name a container, where it has its own UTS namespace and a
-//     private network. On the host's network it has none, so a private
-//     UTS namespace keeps the copy of the host's name it starts with;
-//     with the host's UTS namespace there is nothing to set.
+//   - hostname: where it has its own UTS namespace, the first 12
+//     characters of the new ID, as tink-agent and nerdctl name a
+//     container, on a private network; on the host's network, the
+//     action's, which tink-agent sets to the host's name. With the host's
+//     UTS namespace there is nothing to set.
 //   - /etc/resolv.conf, /etc/hosts and /etc/hostname: tink-agent binds
 //     them from a temporary directory that it deletes when the action
 //     ends, so the action's binds at these paths never travel. On the
-//     host's network the user container binds the host's own three
-//     files, read-only (the files the agent copied into the action's);
-//     on a private network it binds none and sees its image's own, since
-//     it has no network to resolve names on. The host must have the
-//     three files (CaptainOS does): a missing bind source fails the task
-//     create.
+//     host's network the user container binds, read-only, those of the
+//     host's own three files that the host has (Input.HostEtc: the files
+//     the agent read to make the action's; CaptainOS has no
+//     /etc/hostname, and a missing bind source would fail the task
+//     create); for one the host lacks it sees its image's own. On a
+//     private network it binds none and sees its image's own, since it
+//     has no network to resolve names on.
 //   - withheld mounts: those at or below an Input.Withhold path (the
 //     registry config the action read its credentials from) or from at
 //     or below an Input.WithholdSources host path do not travel. A
@@ -103,11 +104,15 @@ type Input struct {
 	// WithholdSources are host paths whose mounts (of the path or of
 	// something below it) do not travel.
 	WithholdSources []string
+	// HostEtc are the HostFiles the host has, as the planner found them:
+	// on the host's network, only these are bound.
+	HostEtc []string
 }
 
 // HostFiles are the files the user container binds read-only from the
-// host, at the same paths, when it shares the host's network; on any
-// network, the action's mounts at these paths do not travel.
+// host, at the same paths, when it shares the host's network and the
+// host has them (Input.HostEtc); on any network, the action's mounts at
+// these paths do not travel.
 var HostFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/hostname"}
 
 // The errors of a plan that the operator can act on.
@@ -183,11 +188,14 @@ func Plan(in Input) (Spec, error) {
 	s.Linux = &l
 
 	s.Hostname = ""
-	if !hostNet && slices.ContainsFunc(l.Namespaces, func(ns Namespace) bool { return ns.Type == UTSNamespace }) {
+	if slices.ContainsFunc(l.Namespaces, func(ns Namespace) bool { return ns.Type == UTSNamespace }) {
 		s.Hostname = in.ID[:min(12, len(in.ID))]
+		if hostNet {
+			s.Hostname = in.Spec.Hostname
+		}
 	}
 
-	s.Mounts = mounts(in.Spec.Mounts, in.Withhold, in.WithholdSources, hostNet)
+	s.Mounts = mounts(in.Spec.Mounts, in.Withhold, in.WithholdSources, hostNet, in.HostEtc)
 	return s, nil
 }
 
@@ -345,9 +353,9 @@ func id(s string) (uint32, error) {
 }
 
 // mounts returns the action's mounts that travel, then the masks of the
-// withheld paths they reach, then, on the host's network, the host's
-// files.
-func mounts(action []Mount, withhold, withholdSources []string, hostNet bool) []Mount {
+// withheld paths they reach, then, on the host's network, those of the
+// host's files it has (hostEtc).
+func mounts(action []Mount, withhold, withholdSources []string, hostNet bool, hostEtc []string) []Mount {
 	var out []Mount
 	for _, m := range action {
 		switch {
@@ -360,6 +368,9 @@ func mounts(action []Mount, withhold, withholdSources []string, hostNet bool) []
 	out = append(out, masks(out, withhold)...)
 	if hostNet {
 		for _, f := range HostFiles {
+			if !slices.Contains(hostEtc, f) {
+				continue
+			}
 			out = append(out, Mount{Destination: f, Type: "bind", Source: f, Options: []string{"bind", "rprivate", "ro"}})
 		}
 	}

@@ -84,6 +84,7 @@ func (r recorded) input(tb testing.TB) Input {
 		Namespace:    r.Namespace,
 		ID:           newID,
 		Withhold:     r.Withhold,
+		HostEtc:      HostFiles,
 	}
 }
 
@@ -171,7 +172,7 @@ var checks = map[string]func(t *testing.T, out Spec){
 		is(t, "args", out.Process.Args, []string{"reboot"})
 		is(t, "env", out.Process.Env, []string{"PATH=/bin"})
 		is(t, "namespaces", types(out), []string{"ipc", "uts", "mount"})
-		is(t, "hostname", out.Hostname, "") // the UTS namespace starts with the host's name
+		is(t, "hostname", out.Hostname, "captainos") // the action's: the host's name, as the agent read it
 		hostFiles(t, out)
 	},
 	"cni-volumes": func(t *testing.T, out Spec) {
@@ -448,7 +449,7 @@ func TestPlanNamespaces(t *testing.T) {
 	}{
 		{"private network: a new one", ns("pid", "ipc", "uts", "mount", "network"), ns("pid", "ipc", "uts", "mount", "network"), newID[:12], false},
 		{"the action's netns path is not joined", ns("ipc", "uts", "mount", "network=/var/run/netns/cni-1234"), ns("ipc", "uts", "mount", "network"), newID[:12], false},
-		{"host network", ns("ipc", "uts", "mount"), ns("ipc", "uts", "mount"), "", true},
+		{"host network: the action's hostname", ns("ipc", "uts", "mount"), ns("ipc", "uts", "mount"), "action-hostname", true},
 		{"host UTS: no hostname", ns("ipc", "mount", "network"), ns("ipc", "mount", "network"), "", false},
 		{"other paths are the operator's and stay", ns("ipc=/proc/1/ns/ipc", "uts", "mount", "network"), ns("ipc=/proc/1/ns/ipc", "uts", "mount", "network"), newID[:12], false},
 		{"no namespaces at all", nil, nil, "", true},
@@ -480,6 +481,40 @@ func TestPlanNamespaces(t *testing.T) {
 			} else {
 				is(t, "/etc files", etc, []Mount(nil))
 			}
+		})
+	}
+}
+
+// TestPlanHostEtc: on the host's network, the user container binds
+// those of the host's /etc files the host has, and no other (CaptainOS
+// has no /etc/hostname); its hostname is the action's, the host's name
+// as the agent read it.
+func TestPlanHostEtc(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		has  []string
+	}{
+		{"no /etc/hostname", []string{"/etc/resolv.conf", "/etc/hosts"}},
+		{"none of them", nil},
+		{"all three", HostFiles},
+		{"/etc/hostname alone", []string{"/etc/hostname"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := readCase(t, "network-host").input(t)
+			in.HostEtc = tc.has
+			out, err := Plan(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, m := range out.Mounts {
+				if slices.Contains(HostFiles, m.Destination) {
+					got = append(got, m.Destination)
+					is(t, "bind of "+m.Destination, m, Mount{Destination: m.Destination, Type: "bind", Source: m.Destination, Options: []string{"bind", "rprivate", "ro"}})
+				}
+			}
+			is(t, "/etc binds", got, tc.has)
+			is(t, "hostname", out.Hostname, in.Spec.Hostname)
 		})
 	}
 }
@@ -697,7 +732,7 @@ func FuzzPlan(f *testing.F) {
 		if out.Root.Path != "rootfs" || out.Linux.CgroupsPath != "/tinkerbell/"+newID {
 			t.Errorf("root %q, cgroupsPath %q", out.Root.Path, out.Linux.CgroupsPath)
 		}
-		if out.Hostname != "" && out.Hostname != newID[:12] {
+		if out.Hostname != "" && out.Hostname != newID[:12] && (!hostNet || out.Hostname != s.Hostname) {
 			t.Errorf("hostname %q", out.Hostname)
 		}
 		if len(out.Process.Args) == 0 {

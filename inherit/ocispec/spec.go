@@ -87,6 +87,7 @@ type Namespace struct {
 const (
 	NetworkNamespace = "network"
 	UTSNamespace     = "uts"
+	PIDNamespace     = "pid"
 )
 
 // Rest is the JSON members of an object that its Go type does not

@@ -11,8 +11,10 @@
 package tinkagent
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -75,4 +77,25 @@ func NewID() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// container is an action's container on either runtime, once created.
+type container interface {
+	Run(ctx context.Context) (Result, error)
+	Finish(ctx context.Context, res Result) error
+}
+
+// run is the agent's Execute, on either runtime: under the action's
+// timeout, counted from before the pull, create, run, then finish.
+func run[C container](ctx context.Context, a Action, create func(context.Context, Action) (C, error)) (Result, error) {
+	// The agent's deadline: the action's timeout, from before the pull.
+	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
+	defer cancel()
+	ctr, err := create(ctx, a)
+	if err != nil {
+		// Nothing ran: no exit code.
+		return Result{Name: a.ContainerName(), TimedOut: ctx.Err() != nil, ExitCode: -1}, err
+	}
+	res, err := ctr.Run(ctx)
+	return res, errors.Join(err, ctr.Finish(context.WithoutCancel(ctx), res))
 }

@@ -53,16 +53,7 @@ type Container struct {
 // starts it, waits for its exit or kills it at the timeout, and then
 // deletes the task, and the container with its snapshot if it succeeded.
 func (r *Containerd) Run(ctx context.Context, a Action) (Result, error) {
-	// The agent's deadline: the action's timeout, from before the pull.
-	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
-	defer cancel()
-	ctr, err := r.Create(ctx, a)
-	if err != nil {
-		// Nothing ran: no exit code.
-		return Result{Name: a.ContainerName(), TimedOut: ctx.Err() != nil, ExitCode: -1}, err
-	}
-	res, err := ctr.Run(ctx)
-	return res, errors.Join(err, ctr.Finish(context.WithoutCancel(ctx), res))
+	return run(ctx, a, r.Create)
 }
 
 // Snapshotter is the namespace's default snapshotter (its

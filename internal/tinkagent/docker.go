@@ -40,16 +40,7 @@ type DockerContainer struct {
 // SIGKILL 5 s later); then the container force-removed, whatever its
 // end.
 func (d *Docker) Run(ctx context.Context, a Action) (Result, error) {
-	// The agent's deadline: the action's timeout, from before the pull.
-	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
-	defer cancel()
-	ctr, err := d.Create(ctx, a)
-	if err != nil {
-		// Nothing ran: no exit code.
-		return Result{Name: a.ContainerName(), TimedOut: ctx.Err() != nil, ExitCode: -1}, err
-	}
-	res, err := ctr.Run(ctx)
-	return res, errors.Join(err, ctr.Finish(context.WithoutCancel(ctx), res))
+	return run(ctx, a, d.Create)
 }
 
 // Create pulls a's image if the engine lacks it (five tries), and creates
