@@ -37,7 +37,7 @@ const cmdline = "console=ttyS0 quiet panic=0 systemd.show_status=false"
 // takes up to 2 minutes), and, once the action exited, to go down beyond
 // its WAIT_SECONDS.
 const (
-	bootTimeout = 4 * time.Minute
+	bootTimeout = 5 * time.Minute
 	downGrace   = 90 * time.Second
 )
 
@@ -423,11 +423,13 @@ func clockOffset(vm *VM) (time.Duration, bool) {
 	return 0, false
 }
 
-// killedWhen says whether phase 1 had created the user container when
-// the action was killed: its trace shows the create's answer.
+// killedWhen says whether phase 1 had asked for the user container when
+// the action was killed: its trace shows the create (containerd's body
+// names the container by "id", Docker's query by "name=").
 func killedWhen(vm *VM, exit time.Time) string {
 	for _, l := range vm.Lines() {
-		if l.At.Before(exit) && strings.Contains(l.Text, "waitdaemon-user") {
+		if l.At.Before(exit) && strings.Contains(l.Text, "-waitdaemon-user") && !strings.Contains(l.Text, "--user-container") &&
+			(strings.Contains(l.Text, `"id"`) || strings.Contains(l.Text, "name=")) {
 			return "killed after phase 1 created the user container"
 		}
 	}
