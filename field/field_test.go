@@ -267,6 +267,8 @@ echo FIELD-RUNNING
 echo "FIELD-RUNNER-EXIT $?"
 if [ "$RUNTIME" = containerd ]; then
 	echo "FIELD-CONTAINERS $(ctr -n tinkerbell containers list -q | tr '\n' ' ')"
+	# The task log files, which CaptainOS's rsyslog forwards.
+	tail -q -n +1 -F /var/lib/containerd/io.containerd.grpc.v2.task/*/log 2>/dev/null | sed -u 's/^/FIELD-TASKLOG /' &
 else
 	echo "FIELD-CONTAINERS $(docker ps -a --format '{{.Names}}:{{.Status}}' | tr '\n' ' ')"
 fi

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -43,6 +44,7 @@ func StartRegistry(dir string) (*Registry, error) {
 	r := &Registry{Port: port}
 	r.cmd = exec.Command("docker-registry", "serve", file)
 	r.cmd.Stdout, r.cmd.Stderr = &r.log, &r.log
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // gone with the test, however it ends
 	if err := r.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting docker-registry: %w", err)
 	}
