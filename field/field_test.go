@@ -268,7 +268,15 @@ echo "FIELD-RUNNER-EXIT $?"
 if [ "$RUNTIME" = containerd ]; then
 	echo "FIELD-CONTAINERS $(ctr -n tinkerbell containers list -q | tr '\n' ' ')"
 	# The task log files, which CaptainOS's rsyslog forwards.
-	tail -q -n +1 -F /var/lib/containerd/io.containerd.grpc.v2.task/*/log 2>/dev/null | sed -u 's/^/FIELD-TASKLOG /' &
+	(
+		for t in 15 30 45; do
+			sleep 15
+			for f in $(find /var/lib/containerd/io.containerd.grpc.v2.task -name log); do
+				sed "s|^|FIELD-TASKLOG $t $(basename "$(dirname "$f")" | cut -c1-60): |" "$f"
+			done
+		done
+	) &
+	wait # the service's end would kill it
 else
 	echo "FIELD-CONTAINERS $(docker ps -a --format '{{.Names}}:{{.Status}}' | tr '\n' ' ')"
 fi
