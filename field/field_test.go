@@ -267,6 +267,10 @@ echo FIELD-RUNNING
 echo "FIELD-RUNNER-EXIT $?"
 if [ "$RUNTIME" = containerd ]; then
 	echo "FIELD-CONTAINERS $(ctr -n tinkerbell containers list -q | tr '\n' ' ')"
+	for c in $(ctr -n tinkerbell containers list -q); do
+		echo "FIELD-DEVICES $c: $(ctr -n tinkerbell containers info "$c" | grep -o '"path": "/dev/sd[^"]*"' | tr '\n' ' ')"
+	done
+	echo "FIELD-HOST-DEVICES $(ls /dev/sd* 2>&1 | tr '\n' ' ')"
 	# The task log files, which CaptainOS's rsyslog forwards.
 	(
 		for t in 15 30 45; do
