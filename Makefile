@@ -15,7 +15,7 @@ HOSTARCH := $(shell go env GOARCH)
 GOBUILD = CGO_ENABLED=0 GOOS=linux go build -trimpath \
 	-gcflags=all=-l -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: build test image probe-image demo bench record fuzz mutate engine docker29 docker28 docker26 clean oci push containerd record-containerd
+.PHONY: build test field image probe-image demo bench record fuzz mutate engine docker29 docker28 docker26 clean oci push containerd record-containerd
 
 build: $(foreach a,$(ARCHES),bin/waitdaemon-linux-$(a))
 
@@ -28,8 +28,20 @@ FORCE:
 # Docker 29, 28.2 and 26.1, Podman 4.3 (started by the tests) and
 # containerd 2.2.1. The first run builds Docker 29, 28.2 and 26.1 and
 # containerd into /var/cache/waitdaemon.
+# Then the VM suite (make field, below), on its own: its machines need
+# the cores the end-to-end tests would take.
 test: engine docker29 docker28 docker26 containerd
-	go test -race -count=1 -timeout 45m ./...
+	go test -race -count=1 -timeout 45m $$(go list ./... | grep -v /field)
+	$(MAKE) field
+
+# The VM suite (field/): the CaptainOS-like and HookOS-like machines, built
+# from Debian trixie into /var/cache/waitdaemon/field the first time (about
+# a minute each; later runs find them there), boot in QEMU one at a time;
+# every template of the README and docs/templates.md runs on each OS it is
+# for, and a table says how each machine went down. FIELD_RUN (a regexp of
+# os/scenario) and FIELD_OS (captainos, hookos) narrow it.
+field: engine containerd
+	go test -count=1 -timeout 60m -v ./field/
 
 image: bin/waitdaemon-linux-$(HOSTARCH)
 	cp bin/waitdaemon-linux-$(HOSTARCH) bin/waitdaemon

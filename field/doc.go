@@ -1,0 +1,12 @@
+// Package field boots the two machines waitdaemon runs on, CaptainOS-like
+// (systemd, containerd) and HookOS-like (busybox init, Docker), in QEMU,
+// runs the templates of the README and docs/templates.md on them as
+// tink-agent would, and observes how each machine went down. It reads
+// top-down: image.go builds a machine's image, qemu.go boots it and
+// watches QEMU's QMP events and serial console, scenario.go turns each
+// documented template into a run, and field_test.go runs them all and
+// prints one row per scenario and machine.
+//
+// It is a rig, kept apart from the production code: `make field` runs it,
+// `go test ./...` does not need to.
+package field

@@ -1,0 +1,482 @@
+package field
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The tools the field needs on the host, and the packages that hold them.
+var tools = map[string]string{
+	"qemu-system-x86_64": "qemu-system-x86",
+	"mmdebstrap":         "mmdebstrap",
+	"busybox":            "busybox-static",
+	"zstd":               "zstd",
+	"cpio":               "cpio",
+	"mkfs.ext4":          "e2fsprogs",
+	"debugfs":            "e2fsprogs",
+	"docker-registry":    "docker-registry",
+	"docker":             "docker.io",
+}
+
+// The kernel command line of both machines.
+const cmdline = "console=ttyS0 quiet panic=0 systemd.show_status=false"
+
+// How long a machine may take to run its action (a TCG boot under load
+// takes up to 2 minutes), and, once the action exited, to go down beyond
+// its WAIT_SECONDS.
+const (
+	bootTimeout = 5 * time.Minute
+	downGrace   = 90 * time.Second
+)
+
+// field is what every scenario shares: the images, the registry, the
+// runner.
+type field struct {
+	repo     string
+	images   map[string]Image
+	registry *Registry
+	runner   []byte // tools/tinkagent, static
+	busybox  string
+	logs     string
+}
+
+// Row is one line of the table `make field` prints.
+type Row struct {
+	Scenario, OS, Want, Outcome string
+	ExitToDown, Wall            time.Duration
+	Note                        string
+}
+
+// TestMain kills the VMs of a run that is interrupted.
+func TestMain(m *testing.M) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		KillAll()
+		os.Exit(1)
+	}()
+	os.Exit(m.Run())
+}
+
+func TestField(t *testing.T) {
+	var missing []string
+	for tool, pkg := range tools {
+		if _, err := exec.LookPath(tool); err != nil && !slices.Contains(missing, pkg) {
+			missing = append(missing, pkg)
+		}
+	}
+	if len(missing) > 0 {
+		t.Fatalf("the field needs QEMU and the tools to build its machines: apt-get install -y qemu-system-x86 mmdebstrap busybox-static zstd cpio e2fsprogs docker-registry docker.io (missing: %v)", missing)
+	}
+	f := setUp(t)
+	scenarios, err := Scenarios(f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	only := regexp.MustCompile(os.Getenv("FIELD_RUN"))
+	all := os.Getenv("FIELD_ALL") != ""
+	var rows []Row
+	var mu sync.Mutex
+	t.Cleanup(func() { printTable(rows) })
+	for _, sc := range scenarios {
+		name := sc.OS + "/" + sc.Name
+		if !only.MatchString(name) {
+			continue
+		}
+		if _, ok := f.images[sc.OS]; !ok {
+			continue
+		}
+		if sc.Skip != "" && !all {
+			mu.Lock()
+			rows = append(rows, Row{Scenario: sc.Name, OS: sc.OS, Want: sc.Want, Outcome: "-", Note: "left out: " + sc.Skip})
+			mu.Unlock()
+			continue
+		}
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			row := f.run(t, sc)
+			mu.Lock()
+			rows = append(rows, row)
+			mu.Unlock()
+		})
+	}
+}
+
+// setUp builds the machines' images (or finds them cached), starts the
+// registry and pushes the images the templates name.
+func setUp(t *testing.T) *field {
+	t.Helper()
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	f := &field{repo: repo, images: map[string]Image{}, logs: os.Getenv("FIELD_LOGS")}
+	if f.logs == "" {
+		f.logs = filepath.Join(os.TempDir(), "waitdaemon-field")
+	}
+	if err := os.MkdirAll(f.logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	oses := strings.Fields(os.Getenv("FIELD_OS"))
+	if len(oses) == 0 {
+		oses = []string{"captainos", "hookos"}
+	}
+	for _, name := range oses {
+		img, took, err := BuildImage(ctx, repo, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("the %s image: %s (%.1f s)", name, filepath.Dir(img.Kernel), took.Seconds())
+		f.images[name] = img
+	}
+	if f.busybox, err = exec.LookPath("busybox"); err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	build := func(out, pkg string) {
+		t.Helper()
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, pkg)
+		cmd.Dir, cmd.Env = repo, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	runner := filepath.Join(bin, "tinkagent")
+	build(runner, "./tools/tinkagent")
+	if f.runner, err = os.ReadFile(runner); err != nil {
+		t.Fatal(err)
+	}
+
+	// The images: waitdaemon's (make image), the kexec action, and an
+	// alpine stand-in, busybox with its applets linked.
+	if out, err := exec.Command("make", "-C", repo, "image", "IMAGE=waitdaemon:field").CombinedOutput(); err != nil {
+		t.Fatalf("make image: %v\n%s", err, out)
+	}
+	kexecDir := filepath.Join(bin, "kexec")
+	build(filepath.Join(kexecDir, "kexec"), "./field/kexec")
+	copyFile(t, filepath.Join(repo, "field/kexec/Dockerfile"), filepath.Join(kexecDir, "Dockerfile"))
+	dockerBuild(t, kexecDir, "waitdaemon-field-kexec:latest")
+	alpineDir := filepath.Join(bin, "alpine")
+	if err := os.MkdirAll(filepath.Join(alpineDir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, f.busybox, filepath.Join(alpineDir, "bin/busybox"))
+	for _, applet := range []string{"sh", "reboot", "poweroff", "halt", "kill", "sleep", "cat", "echo", "ls", "mount", "sync"} {
+		if err := os.Symlink("busybox", filepath.Join(alpineDir, "bin", applet)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(alpineDir, "Dockerfile"), []byte("FROM scratch\nCOPY bin /bin\nENV PATH=/bin\nCMD [\"/bin/sh\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dockerBuild(t, alpineDir, "waitdaemon-field-alpine:3.20")
+
+	if f.registry, err = StartRegistry(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.registry.Stop)
+	for local, name := range map[string]string{
+		"waitdaemon:field":              "waitdaemon:latest",
+		"waitdaemon-field-kexec:latest": "kexec:latest",
+		"waitdaemon-field-alpine:3.20":  "alpine:3.20",
+	} {
+		if err := f.registry.Push(ctx, local, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func dockerBuild(t *testing.T, dir, tag string) {
+	t.Helper()
+	cmd := exec.Command("docker", "build", "-q", "-t", tag, dir)
+	cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("docker build %s: %v\n%s", tag, err, out)
+	}
+}
+
+// The guest's side: /field/run waits for the engine, runs the action
+// with the runner as tink-agent would, and says on the console how it
+// went.
+const runScript = `#!/bin/sh
+. /field/env
+echo "FIELD-BOOTED pid1=$(cat /proc/1/comm) hostname=$(hostname) etc-hostname=$(cat /etc/hostname 2>/dev/null || echo none) cgroup=$(stat -fc %T /sys/fs/cgroup)"
+n=0
+until ip -4 addr show scope global | grep -q inet; do
+	sleep 0.5
+	n=$((n+1))
+	[ $n = 120 ] && { echo "FIELD-NO-ADDRESS"; ip addr; }
+done
+n=0
+if [ "$RUNTIME" = containerd ]; then
+	until ctr version >/dev/null 2>&1; do
+		sleep 0.5
+		n=$((n+1))
+		[ $n = 120 ] && { echo "FIELD-ENGINE-DOWN"; systemctl status containerd --no-pager | tail -20; }
+	done
+	echo "FIELD-ENGINE-UP"
+	# tools/tinkagent pulls without containerd's certs.d, where the agent
+	# pulls with it: pull the action's image as the agent would.
+	for i in 1 2 3 4 5; do
+		ctr -n tinkerbell images pull --hosts-dir /etc/containerd/certs.d "$ACTION_IMAGE" >/tmp/pull.log 2>&1 && break
+		echo "FIELD-PULL-FAILED $ACTION_IMAGE: $(tail -2 /tmp/pull.log)"
+		sleep 2
+	done
+else
+	until docker version >/dev/null 2>&1; do
+		sleep 0.5
+		n=$((n+1))
+		[ $n = 240 ] && { echo "FIELD-ENGINE-DOWN"; tail -20 /var/log/dockerd.log; }
+	done
+	echo "FIELD-ENGINE-UP"
+fi
+if [ -n "$MOUNT_TARGET" ]; then
+	mkdir -p /mnt/target && mount /dev/sda1 /mnt/target || echo "FIELD-MOUNT-FAILED"
+fi
+echo "FIELD-CLOCK $(date +%s.%N)"
+echo FIELD-RUNNING
+/field/tinkagent -runtime "$RUNTIME" -socket "$SOCKET" -action /field/action.yaml
+echo "FIELD-RUNNER-EXIT $?"
+if [ "$RUNTIME" = containerd ]; then
+	echo "FIELD-CONTAINERS $(ctr -n tinkerbell containers list -q | tr '\n' ' ')"
+	for c in $(ctr -n tinkerbell containers list -q); do
+		echo "FIELD-DEVICES $c: $(ctr -n tinkerbell containers info "$c" | grep -o '"path": "/dev/sd[^"]*"' | tr '\n' ' ')"
+	done
+	echo "FIELD-HOST-DEVICES $(ls /dev/sd* 2>&1 | tr '\n' ' ')"
+	# The task log files, which CaptainOS's rsyslog forwards.
+	(
+		for t in 15 30 45; do
+			sleep 15
+			for f in $(find /var/lib/containerd/io.containerd.grpc.v2.task -name log); do
+				sed "s|^|FIELD-TASKLOG $t $(basename "$(dirname "$f")" | cut -c1-60): |" "$f"
+			done
+		done
+	) &
+	wait # the service's end would kill it
+else
+	echo "FIELD-CONTAINERS $(docker ps -a --format '{{.Names}}:{{.Status}}' | tr '\n' ' ')"
+fi
+`
+
+var actionLine = regexp.MustCompile(`\{"msg":"action (exited|timed out)".*\}`)
+
+// run boots sc's machine, runs its action, and watches it go down.
+func (f *field) run(t *testing.T, sc Scenario) Row {
+	row := Row{Scenario: sc.Name, OS: sc.OS, Want: sc.Want}
+	img := f.images[sc.OS]
+	// Not t.TempDir(): QEMU's options take no commas in a path.
+	dir, err := os.MkdirTemp("", "waitdaemon-field-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	env := "RUNTIME=docker\nSOCKET=/var/run/docker.sock\n"
+	if sc.OS == "captainos" {
+		env = "RUNTIME=containerd\nSOCKET=/run/containerd/containerd.sock\n"
+	}
+	env += "ACTION_IMAGE=" + images["waitdaemon"] + "\n"
+	if sc.MountTarget {
+		env += "MOUNT_TARGET=1\n"
+	}
+	m := Machine{
+		Kernel: img.Kernel, Initrd: img.Initrd, Append: cmdline,
+		Forwards: []Forward{{Guest: 5017, Host: f.registry.Port}},
+		Extra: []File{
+			{Name: "field", Mode: modeDir | 0o755},
+			{Name: "field/run", Mode: 0o755, Data: []byte(runScript)},
+			{Name: "field/env", Mode: 0o644, Data: []byte(env)},
+			{Name: "field/action.yaml", Mode: 0o644, Data: []byte(sc.Action)},
+			{Name: "field/tinkagent", Mode: 0o755, Data: f.runner},
+		},
+	}
+	if sc.Disk {
+		m.Disk = filepath.Join(dir, "disk.img")
+		if err := MakeTargetDisk(m.Disk, img.Kernel, f.busybox); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logPath := filepath.Join(f.logs, strings.NewReplacer(" ", "_", "/", "_", "(", "", ")", "", ",", "").Replace(sc.OS+"_"+sc.Name)+".log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	m.Log = log
+	fmt.Fprintf(log, "# %s on %s\n%s\n", sc.Name, sc.OS, sc.Action)
+
+	start := time.Now()
+	vm, err := m.Boot(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Kill()
+	row.Note = vm.Accel
+	fail := func(format string, a ...any) Row {
+		t.Helper()
+		t.Errorf("%s on %s: %s\nconsole (%s), last lines:\n%s", sc.Name, sc.OS, fmt.Sprintf(format, a...), logPath, consoleTail(vm, 40))
+		if row.Outcome == "" {
+			row.Outcome = "error"
+		}
+		row.Wall = time.Since(start)
+		return row
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
+	defer cancel()
+	exit, _, err := vm.WaitLine(ctx, 0, actionLine.MatchString)
+	if err != nil {
+		return fail("no action exit within %v: %v", bootTimeout, err)
+	}
+	var ended struct {
+		Msg      string
+		ExitCode int       `json:"exit_code"`
+		At       time.Time `json:"at"`
+	}
+	_ = json.Unmarshal([]byte(actionLine.FindString(exit.Text)), &ended)
+	// The action's exit, on the host's clock: the runner reports it only
+	// after the container's removal, seconds later under TCG, so take its
+	// "at" and the guest clock's offset, which FIELD-CLOCK gave.
+	exitAt := exit.At
+	if offset, ok := clockOffset(vm); ok && !ended.At.IsZero() {
+		exitAt = ended.At.Add(offset)
+	}
+	t.Logf("%s: %s, exit code %d, %.1f s after QEMU started, reported %.1f s later", sc.OS, ended.Msg, ended.ExitCode, exitAt.Sub(start).Seconds(), exit.At.Sub(exitAt).Seconds())
+
+	if sc.Want != StayedUp && (ended.Msg != "action exited" || ended.ExitCode != 0) {
+		return fail("the action did not succeed: %s, exit code %d", ended.Msg, ended.ExitCode)
+	}
+	window := time.Duration(sc.Wait)*time.Second + downGrace
+	dctx, dcancel := context.WithTimeout(context.Background(), window)
+	defer dcancel()
+	down, err := vm.WaitDown(dctx)
+	row.Wall = time.Since(start)
+	switch {
+	case err == context.DeadlineExceeded:
+		row.Outcome = StayedUp
+	case err != nil:
+		return fail("%v", err)
+	case down.Reason == "guest-reset":
+		row.Outcome = Reset
+	case down.Reason == "guest-shutdown":
+		row.Outcome = Shutdown
+		for _, l := range vm.Lines() {
+			if l.At.After(exit.At) && strings.HasPrefix(l.Text, KexecMarker) && strings.Contains(l.Text, "field.kexec=second-kernel") {
+				row.Outcome = Kexec
+			}
+		}
+	default:
+		row.Outcome = down.Reason
+	}
+	if row.Outcome != StayedUp {
+		row.ExitToDown = down.At.Sub(exitAt)
+	}
+	vm.Kill()
+	if sc.Want == StayedUp {
+		row.Note += ", " + killedWhen(vm, exit.At)
+	}
+	if row.Outcome != sc.Want {
+		return fail("want %s, got %s (%s, exit code %d)", sc.Want, row.Outcome, ended.Msg, ended.ExitCode)
+	}
+	if sc.Want == StayedUp && ended.Msg != "action timed out" {
+		return fail("want the action timed out, got %s, exit code %d", ended.Msg, ended.ExitCode)
+	}
+	if sc.Want != StayedUp && row.ExitToDown < time.Duration(sc.Wait)*time.Second {
+		return fail("down %.1f s after the action's exit, before its WAIT_SECONDS=%d", row.ExitToDown.Seconds(), sc.Wait)
+	}
+	if sc.Result != "" {
+		data, err := ReadTargetFile(m.Disk, sc.Result)
+		if err != nil {
+			return fail("the next boot finds no result: %v", err)
+		}
+		t.Logf("%s on the target disk: %s", sc.Result, data)
+	}
+	return row
+}
+
+// clockOffset is the host's clock less the guest's, from the FIELD-CLOCK
+// line: the guest's time when it wrote it, the host's when it came.
+func clockOffset(vm *VM) (time.Duration, bool) {
+	for _, l := range vm.Lines() {
+		if rest, ok := strings.CutPrefix(l.Text, "FIELD-CLOCK "); ok {
+			secs, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				return 0, false
+			}
+			guest := time.Unix(0, int64(secs*1e9))
+			return l.At.Sub(guest), true
+		}
+	}
+	return 0, false
+}
+
+// killedWhen says whether phase 1 had asked for the user container when
+// the action was killed: its trace shows the create (containerd's body
+// names the container by "id", Docker's query by "name=").
+func killedWhen(vm *VM, exit time.Time) string {
+	for _, l := range vm.Lines() {
+		if l.At.Before(exit) && strings.Contains(l.Text, "-waitdaemon-user") && !strings.Contains(l.Text, "--user-container") &&
+			(strings.Contains(l.Text, `"id"`) || strings.Contains(l.Text, "name=")) {
+			return "killed after phase 1 created the user container"
+		}
+	}
+	return "killed before phase 1 created the user container"
+}
+
+func consoleTail(vm *VM, n int) string {
+	lines := vm.Lines()
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "  %s\n", l.Text)
+	}
+	return b.String()
+}
+
+func printTable(rows []Row) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Printf("\n%-58s %-10s %-9s %-9s %10s %8s  %s\n", "scenario", "os", "want", "outcome", "exit→down", "wall", "note")
+	for _, r := range rows {
+		e2d := "-"
+		if r.ExitToDown > 0 {
+			e2d = fmt.Sprintf("%.1f s", r.ExitToDown.Seconds())
+		}
+		wall := "-"
+		if r.Wall > 0 {
+			wall = fmt.Sprintf("%.0f s", r.Wall.Seconds())
+		}
+		fmt.Printf("%-58s %-10s %-9s %-9s %10s %8s  %s\n", r.Scenario, r.OS, r.Want, r.Outcome, e2d, wall, r.Note)
+	}
+}

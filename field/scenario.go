@@ -1,0 +1,252 @@
+package field
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// How a machine went down, or did not.
+const (
+	Reset    = "reset"
+	Shutdown = "shutdown"
+	Kexec    = "kexec"
+	StayedUp = "stayed up"
+)
+
+// Scenario is one action run on one machine, and how it should end.
+type Scenario struct {
+	Name   string // where it comes from: "README.md HookOS (Docker) reboot"
+	OS     string // "captainos" or "hookos"
+	Action string // the action, as a template writes it, images renamed
+	Want   string // Reset, Shutdown, Kexec or StayedUp
+	Wait   int    // its WAIT_SECONDS
+	// Disk: the machine gets a target disk, /dev/sda1.
+	Disk bool
+	// MountTarget: the target disk is mounted at /mnt/target before the
+	// action, where WAITDAEMON_RESULT_FILE names it.
+	MountTarget bool
+	// Result is a file the next boot reads from the target disk.
+	Result string
+	// Skip says why the scenario is not in the default list.
+	Skip string
+}
+
+// The images the field pushes to its registry, by the last component
+// of the repository a template names.
+var images = map[string]string{
+	"waitdaemon": RegistryName + "/waitdaemon:latest",
+	"alpine":     RegistryName + "/alpine:3.20",
+	"kexec":      RegistryName + "/kexec:latest",
+}
+
+var imageLine = regexp.MustCompile(`(?m)^(\s*(?:- )?(?:image|IMAGE|WAITDAEMON_FALLBACK_IMAGE):\s*)(\S+)(.*)$`)
+
+// Rename changes only the images a template names, to the field
+// registry's.
+func Rename(action string) (string, error) {
+	var err error
+	out := imageLine.ReplaceAllStringFunc(action, func(line string) string {
+		m := imageLine.FindStringSubmatch(line)
+		ref := m[2]
+		repo := ref
+		if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+			repo = repo[:i]
+		}
+		name, ok := images[repo[strings.LastIndex(repo, "/")+1:]]
+		if !ok {
+			err = fmt.Errorf("no field image for %s", ref)
+			return line
+		}
+		return m[1] + name + m[3]
+	})
+	return out, err
+}
+
+// Templates reads every yaml block of README.md and docs/templates.md
+// as scenarios, one per OS the template is for: the socket it mounts says
+// which (a "# HookOS: PATH" comment on the line gives HookOS's).
+func Templates(repo string) ([]Scenario, error) {
+	var all []Scenario
+	for _, doc := range []string{"README.md", "docs/templates.md"} {
+		blocks, err := yamlBlocks(filepath.Join(repo, doc))
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range blocks {
+			scs, err := fromTemplate(doc, b.heading, b.text)
+			if err != nil {
+				return nil, fmt.Errorf("%s, under %q: %w", doc, b.heading, err)
+			}
+			all = append(all, scs...)
+		}
+	}
+	return all, nil
+}
+
+type block struct{ heading, text string }
+
+// yamlBlocks is each ```yaml block of a markdown file, and the heading
+// it is under.
+func yamlBlocks(path string) ([]block, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var blocks []block
+	var heading string
+	var cur *strings.Builder
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case cur != nil && strings.TrimSpace(line) == "```":
+			blocks = append(blocks, block{heading, cur.String()})
+			cur = nil
+		case cur != nil:
+			cur.WriteString(line + "\n")
+		case strings.TrimSpace(line) == "```yaml":
+			cur = &strings.Builder{}
+		case strings.HasPrefix(line, "#"):
+			heading = strings.TrimSpace(strings.TrimLeft(line, "#"))
+		}
+	}
+	return blocks, sc.Err()
+}
+
+var hookosComment = regexp.MustCompile(`(?m)^(\s*- )(\S+):(\S+)(\s*)# HookOS: (\S+)\s*$`)
+
+func fromTemplate(doc, heading, text string) ([]Scenario, error) {
+	variants := map[string]string{}
+	switch {
+	case hookosComment.MatchString(text):
+		variants["captainos"] = hookosComment.ReplaceAllString(text, "$1$2:$3")
+		variants["hookos"] = hookosComment.ReplaceAllString(text, "$1$5:$5")
+	case strings.Contains(text, "/var/run/docker.sock"):
+		variants["hookos"] = text
+	case strings.Contains(text, "containerd.sock"):
+		variants["captainos"] = text
+	default:
+		return nil, fmt.Errorf("mounts no engine socket")
+	}
+	var out []Scenario
+	for _, os := range []string{"captainos", "hookos"} {
+		text, ok := variants[os]
+		if !ok {
+			continue
+		}
+		sc, err := NewScenario(doc+" "+heading, os, text)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+// NewScenario makes a scenario of an action as a template writes it: its
+// images renamed, and what it should do read from it. An IMAGE of kexec
+// kexecs; a command with poweroff, or SIGRTMIN+4 (38) to PID 1, shuts
+// the machine down; anything else resets it.
+func NewScenario(name, os, text string) (Scenario, error) {
+	renamed, err := Rename(text)
+	if err != nil {
+		return Scenario{}, err
+	}
+	var list []struct {
+		Name        string
+		Command     []string
+		Environment map[string]string
+	}
+	if err := yaml.Unmarshal([]byte(text), &list); err != nil || len(list) != 1 {
+		return Scenario{}, fmt.Errorf("want one action in YAML: %v", err)
+	}
+	a := list[0]
+	sc := Scenario{Name: name + " " + a.Name, OS: os, Action: renamed, Want: Reset, Wait: 10}
+	if w, err := strconv.Atoi(a.Environment["WAIT_SECONDS"]); err == nil {
+		sc.Wait = w
+	}
+	cmd := strings.Join(a.Command, " ")
+	switch {
+	case strings.HasSuffix(strings.Split(a.Environment["IMAGE"], ":")[0], "/kexec"):
+		sc.Want, sc.Disk = Kexec, true
+	case strings.Contains(cmd, "poweroff"), cmd == "kill -38 1":
+		sc.Want = Shutdown
+	}
+	if f := a.Environment["WAITDAEMON_RESULT_FILE"]; f != "" {
+		sc.Disk, sc.MountTarget, sc.Result = true, true, strings.TrimPrefix(f, "/mnt/target")
+	}
+	return sc, nil
+}
+
+// Scenarios is every template of the docs, on each OS it is for, and the
+// field's own: an action killed at its timeout, and a kexec that fails.
+func Scenarios(repo string) ([]Scenario, error) {
+	scs, err := Templates(repo)
+	if err != nil {
+		return nil, err
+	}
+	for i := range scs {
+		if scs[i].MountTarget {
+			scs[i].Skip = "its result file is on the target disk, which the waiter cannot yet write through a kexec"
+		}
+		// What the field found and is not fixed yet: FIELD_ALL=1 runs it.
+		if scs[i].OS == "captainos" && scs[i].Want == Kexec {
+			scs[i].Skip = "fails: on containerd the user container's mount of /dev/sda1 says no such file or directory, though its spec lists the device"
+		}
+	}
+	for _, os := range []string{"captainos", "hookos"} {
+		sock, pid := "/run/containerd/containerd.sock", "  namespaces:\n    pid: host\n"
+		if os == "hookos" {
+			sock, pid = "/var/run/docker.sock", "  pid: host\n"
+		}
+		timeout, err := NewScenario("timeout", os, `- name: reboot
+  image: waitdaemon:latest
+  timeout: 5
+  command: ["reboot", "-f"]
+`+pid+`  environment:
+    IMAGE: alpine:3.20
+    WAIT_SECONDS: 10
+    WAITDAEMON_VERBOSE: true
+  volumes:
+    - `+sock+`:`+sock+`
+`)
+		if err != nil {
+			return nil, err
+		}
+		timeout.Name = "killed at its timeout"
+		timeout.Want = StayedUp
+		scs = append(scs, timeout)
+		fails, err := NewScenario("kexec that fails", os, `- name: kexec
+  image: waitdaemon:latest
+  timeout: 90
+`+pid+`  environment:
+    BLOCK_DEVICE: /dev/sda1
+    FS_TYPE: ext4
+    KERNEL_PATH: /boot/no-such-kernel
+    IMAGE: quay.io/tinkerbell/actions/kexec:latest
+    WAIT_SECONDS: 5
+    WAITDAEMON_RETRIES: 1
+    WAITDAEMON_FALLBACK_IMAGE: alpine:3.20
+    WAITDAEMON_FALLBACK_COMMAND: '["reboot", "-f"]'
+    WAITDAEMON_RESULT_FILE: /mnt/target/var/lib/waitdaemon/kexec.json
+  volumes:
+    - `+sock+`:`+sock+`
+`)
+		if err != nil {
+			return nil, err
+		}
+		fails.Name = "kexec that fails, retried, falls back to a reboot"
+		fails.Want = Reset
+		fails.Skip = "the result file on the target disk is work in progress"
+		scs = append(scs, fails)
+	}
+	return scs, nil
+}

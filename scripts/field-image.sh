@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# Builds one of the field's two machines from Debian trixie's packages and
+# the project's own engine builds, and prints the directory that holds it:
+# vmlinuz (Debian's kernel) and root.cpio.zst (the whole root as an
+# initramfs). Cached under /var/cache/waitdaemon/field/, keyed on a hash
+# of this script, the package list, the modules and the binaries it
+# copies in; everything else goes to stderr.
+#
+#   scripts/field-image.sh captainos   systemd PID 1, networkd DHCP, no
+#                                      /etc/hostname, containerd 2.2.1 on
+#                                      runc 1.4, as CaptainOS
+#   scripts/field-image.sh hookos      busybox init PID 1 with LinuxKit's
+#                                      shutdown, Docker 26.1 (trixie's
+#                                      docker.io), as HookOS
+#
+# Both boot from RAM: /init copies the root into a tmpfs and switch_roots
+# there, as CaptainOS's and LinuxKit's do, because runc's pivot_root
+# rejects the initramfs root. The guest reaches the host's registry as
+# registry.waitdaemon.test:5017, which /etc/hosts maps to QEMU's guestfwd
+# address, 10.0.2.100, and each OS declares as it declares a plain-HTTP
+# registry (hosts.toml under /etc/containerd/certs.d, or Docker's
+# insecure-registries).
+set -euo pipefail
+
+os=${1:-}
+self=$(readlink -f "$0")
+cache=${WAITDAEMON_CACHE:-/var/cache/waitdaemon}
+mirror=${FIELD_MIRROR:-http://deb.debian.org/debian}
+registry=registry.waitdaemon.test:5017
+guestfwd=10.0.2.100
+say() { echo "field-image: $*" >&2; }
+
+# The kernel modules each machine loads; their dependencies come along.
+modules_common="virtio_pci virtio_net virtio_blk virtio_scsi sd_mod ext4 overlay"
+modules_hookos="crc32c_generic bridge br_netfilter veth nf_tables nft_compat nft_chain_nat nft_masq nf_nat nf_conntrack
+	xt_MASQUERADE xt_addrtype xt_conntrack xt_nat xt_mark xt_comment iptable_nat iptable_filter ip6table_nat ip6table_filter"
+
+case $os in
+captainos)
+	packages="systemd systemd-sysv udev dbus kmod iproute2 libseccomp2"
+	modules="$modules_common"
+	;;
+hookos)
+	packages="docker.io docker-cli busybox-static kmod iproute2 iptables"
+	modules="$modules_common $modules_hookos"
+	;;
+customize)
+	# mmdebstrap's customize hook: customize OS ROOT WORK.
+	;;
+*)
+	echo "usage: $0 captainos|hookos" >&2
+	exit 2
+	;;
+esac
+
+containerd_dir=$cache/containerd-v2.2.1
+runc_dir=$cache/runc-v1.4.0
+
+# customize OS ROOT WORK runs inside mmdebstrap, once the packages are in.
+if [ "$os" = customize ]; then
+	os=$2 root=$3 work=$4
+	case $os in
+	captainos) modules="$modules_common" ;;
+	hookos) modules="$modules_common $modules_hookos" ;;
+	esac
+
+	# Debian's kernel: downloaded, unpacked beside the root, never installed.
+	pkg=$(chroot "$root" apt-cache depends linux-image-amd64 | sed -n 's/.*Depends: \(linux-image-[0-9].*\)/\1/p' | head -1)
+	say "kernel package $pkg"
+	(cd "$root/tmp" && chroot "$root" sh -c "cd /tmp && apt-get download -q $pkg" >&2)
+	dpkg-deb -x "$root"/tmp/"$pkg"_*.deb "$work/kernel"
+	rm -f "$root"/tmp/*.deb
+	moddir=$work/kernel/usr/lib/modules
+	[ -d "$moddir" ] || moddir=$work/kernel/lib/modules
+	kver=$(ls "$moddir")
+	echo "$kver" >"$work/kernel-version"
+	cp "$work/kernel/boot/vmlinuz-$kver" "$work/vmlinuz"
+
+	# Only the modules the machine loads, and theirs, then depmod in the
+	# root (the host's depmod over the whole tree is slow).
+	src=$moddir/$kver
+	dst=$root/lib/modules/$kver
+	mkdir -p "$dst"
+	cp "$src"/modules.order "$src"/modules.builtin* "$dst"/
+	find "$src/kernel" -name '*.ko*' >"$work/modules.all"
+	want=$(echo $modules)
+	done_=" "
+	while [ -n "$want" ]; do
+		set -- $want
+		m=${1//-/_}
+		shift
+		want="$*"
+		case $done_ in *" $m "*) continue ;; esac
+		done_="$done_$m "
+		if grep -Eq "/${m//_/[_-]}\.ko" "$src/modules.builtin"; then continue; fi
+		f=$(grep -E "/${m//_/[_-]}\.ko(\.xz|\.zst)?$" "$work/modules.all" | head -1)
+		[ -n "$f" ] || { say "no module $m in $kver"; exit 1; }
+		rel=${f#"$src"/}
+		mkdir -p "$dst/$(dirname "$rel")"
+		cp "$f" "$dst/$rel"
+		deps=$(chroot "$root" modinfo -F depends "/lib/modules/$kver/$rel" | tr , ' ')
+		want="$want $deps"
+	done
+	chroot "$root" depmod "$kver"
+	echo "$modules" | tr ' \t' '\n\n' | sed '/^$/d' >"$root/etc/modules-field"
+
+	# As CaptainOS boots: no hostname set at build time, a new machine ID
+	# at each boot.
+	rm -f "$root/etc/hostname"
+	: >"$root/etc/machine-id"
+	echo "$guestfwd ${registry%:*}" >>"$root/etc/hosts"
+
+	cat >"$root/init" <<'EOF'
+#!/bin/sh
+# runc's pivot_root rejects the initramfs root: copy the root into a
+# tmpfs and switch_root there, as CaptainOS and LinuxKit do.
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /newroot
+mount -t tmpfs -o mode=0755 root /newroot
+for d in /*; do
+	case $d in /newroot|/proc|/sys|/dev|/init) ;; *) cp -a "$d" /newroot/ ;; esac
+done
+mkdir -p /newroot/proc /newroot/sys /newroot/dev /newroot/run
+exec switch_root /newroot /sbin/init
+EOF
+	chmod 755 "$root/init"
+
+	case $os in
+	captainos)
+		install -m 755 "$containerd_dir/containerd" "$containerd_dir/containerd-shim-runc-v2" "$containerd_dir/ctr" \
+			"$runc_dir/runc" "$root/usr/local/bin/"
+		mkdir -p "$root/etc/containerd/certs.d/$registry"
+		cat >"$root/etc/containerd/config.toml" <<'EOF'
+version = 3
+root = "/var/lib/containerd"
+state = "/run/containerd"
+
+[grpc]
+  address = "/run/containerd/containerd.sock"
+
+[plugins.'io.containerd.cri.v1.images'.registry]
+  config_path = "/etc/containerd/certs.d"
+EOF
+		# What tink-agent-setup writes for insecure_registries=.
+		cat >"$root/etc/containerd/certs.d/$registry/hosts.toml" <<EOF
+server = "http://$registry"
+
+[host."http://$registry"]
+  capabilities = ["pull", "resolve", "push"]
+  skip_verify = true
+EOF
+		cat >"$root/etc/systemd/system/containerd.service" <<'EOF'
+[Unit]
+Description=containerd container runtime
+After=network.target local-fs.target
+
+[Service]
+ExecStart=/usr/local/bin/containerd
+Type=notify
+Delegate=yes
+KillMode=process
+Restart=always
+LimitNOFILE=infinity
+TasksMax=infinity
+OOMScoreAdjust=-999
+
+[Install]
+WantedBy=multi-user.target
+EOF
+		# The runner runs on the host as a service, as tink-agent.service.
+		cat >"$root/etc/systemd/system/field-runner.service" <<'EOF'
+[Unit]
+Description=the field's action runner, as tink-agent runs
+After=containerd.service network-online.target
+Wants=containerd.service network-online.target
+ConditionPathExists=/field/run
+
+[Service]
+Type=exec
+ExecStart=/field/run
+StandardOutput=tty
+StandardError=tty
+TTYPath=/dev/ttyS0
+
+[Install]
+WantedBy=multi-user.target
+EOF
+		cat >"$root/etc/systemd/network/20-dhcp.network" <<'EOF'
+[Match]
+Name=en* eth*
+
+[Network]
+DHCP=yes
+
+[DHCPv4]
+UseHostname=yes
+EOF
+		cp "$root/etc/modules-field" "$root/etc/modules-load.d/field.conf"
+		chroot "$root" systemctl enable systemd-networkd.service containerd.service field-runner.service >&2
+		chroot "$root" systemctl mask serial-getty@ttyS0.service getty@tty1.service >&2
+		;;
+	hookos)
+		ln -sf /bin/busybox "$root/sbin/init"
+		mkdir -p "$root/etc/docker" "$root/etc/init.d"
+		echo "{\"insecure-registries\": [\"$registry\"]}" >"$root/etc/docker/daemon.json"
+		# LinuxKit's inittab: its shutdown signals, waits, kills, unmounts.
+		cat >"$root/etc/inittab" <<'EOF'
+::sysinit:/etc/init.d/rcS
+::once:/etc/init.d/engine
+::ctrlaltdel:/bin/busybox reboot
+::shutdown:/etc/rc.shutdown
+EOF
+		cat >"$root/etc/init.d/rcS" <<'EOF'
+#!/bin/busybox sh
+mount -t tmpfs -o mode=0755 tmpfs /run
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+mount -t tmpfs tmpfs /tmp
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+hostname hookos
+while read -r m; do /usr/sbin/modprobe "$m"; done </etc/modules-field
+ip link set lo up
+ip link set eth0 up
+ip addr add 10.0.2.15/24 dev eth0
+ip route add default via 10.0.2.2
+EOF
+		# LinuxKit's rc.shutdown: signal every process, wait 5 s, kill,
+		# unmount.
+		cat >"$root/etc/rc.shutdown" <<'EOF'
+#!/bin/busybox sh
+/bin/busybox kill -15 -1
+/bin/busybox sleep 5
+/bin/busybox kill -9 -1
+/bin/busybox sync
+/bin/busybox umount -a -r 2>/dev/null
+EOF
+		cat >"$root/etc/init.d/engine" <<'EOF'
+#!/bin/busybox sh
+dockerd >/var/log/dockerd.log 2>&1 &
+[ -x /field/run ] && exec /field/run
+EOF
+		chmod 755 "$root/etc/init.d/rcS" "$root/etc/rc.shutdown" "$root/etc/init.d/engine"
+		;;
+	esac
+	rm -rf "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* "$root"/usr/share/doc "$root"/usr/share/man "$root"/usr/share/locale
+	exit 0
+fi
+
+for f in containerd containerd-shim-runc-v2 ctr; do
+	if [ "$os" = captainos ] && [ ! -x "$containerd_dir/$f" ]; then
+		say "no $containerd_dir/$f: run make containerd first"
+		exit 1
+	fi
+done
+if [ "$os" = captainos ] && [ ! -x "$runc_dir/runc" ]; then
+	runc_dir=$("$(dirname "$self")/runc.sh")
+fi
+for tool in mmdebstrap zstd cpio; do
+	command -v $tool >/dev/null || { say "no $tool: apt-get install -y qemu-system-x86 mmdebstrap busybox-static zstd cpio e2fsprogs docker-registry"; exit 1; }
+done
+
+key=$(
+	{
+		cat "$self"
+		echo "$os $packages $modules"
+		if [ "$os" = captainos ]; then
+			sha256sum "$containerd_dir"/containerd "$containerd_dir"/containerd-shim-runc-v2 "$containerd_dir"/ctr "$runc_dir"/runc | cut -d' ' -f1
+		fi
+	} | sha256sum | cut -c1-16
+)
+out=$cache/field/$os-$key
+if [ -s "$out/root.cpio.zst" ] && [ -s "$out/vmlinuz" ]; then
+	echo "$out"
+	exit 0
+fi
+
+[ "$(id -u)" = 0 ] || { say "building the $os image needs root"; exit 1; }
+start=$(date +%s)
+work=$(mktemp -d "$cache/field/.build-$os.XXXXXX" 2>/dev/null || { mkdir -p "$cache/field" && mktemp -d "$cache/field/.build-$os.XXXXXX"; })
+trap 'rm -rf "$work"' EXIT
+say "building $os into $out (mmdebstrap trixie, once; it is cached there)"
+mmdebstrap --variant=minbase --mode=root --aptopt='APT::Install-Recommends "false"' \
+	--include="$(echo $packages | tr ' ' ,)" \
+	--customize-hook="'$self' customize $os \"\$1\" '$work'" \
+	trixie "$work/root" "$mirror" >&2
+say "packing the root"
+(cd "$work/root" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet) | zstd -q -T0 -3 >"$work/root.cpio.zst"
+mkdir -p "$out"
+mv "$work/vmlinuz" "$work/root.cpio.zst" "$work/kernel-version" "$out/"
+say "$os built in $(($(date +%s) - start)) s: $(du -sh "$out/root.cpio.zst" | cut -f1)"
+echo "$out"
