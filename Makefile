@@ -39,8 +39,11 @@ test: engine docker29 docker28 docker26 containerd
 # a minute each; later runs find them there), boot in QEMU one at a time;
 # every template of the README and docs/templates.md runs on each OS it is
 # for, and a table says how each machine went down. FIELD_RUN (a regexp of
-# os/scenario) and FIELD_OS (captainos, hookos) narrow it.
+# os/scenario) and FIELD_OS (captainos, hookos) narrow it. Its tools,
+# Debian's QEMU, mmdebstrap and the rest, are installed if missing
+# (scripts/field-deps.sh).
 field: engine containerd
+	@scripts/field-deps.sh
 	go test -count=1 -timeout 60m -v ./field/
 
 image: bin/waitdaemon-linux-$(HOSTARCH)
