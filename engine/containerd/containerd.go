@@ -368,11 +368,23 @@ func (e *Engine) List(ctx context.Context, label, value string) ([]engine.Contai
 		ran, running, state := c.Labels[LabelStarted] != "", false, "no task"
 		if hasTask {
 			ran, state = ran || st != containerdapi.TaskCreated && st != containerdapi.TaskUnknown, st.String()
-			running = st == containerdapi.TaskRunning || st == containerdapi.TaskPaused || st == containerdapi.TaskPausing
+			running = mayRun(st)
 		}
 		out = append(out, engine.Container{ID: c.ID, Name: cmp.Or(c.Labels[LabelName], c.ID), Labels: c.Labels, Ran: ran, Running: running, State: state})
 	}
 	return out, nil
+}
+
+// mayRun reports whether a task in state st may be running: running,
+// paused, or unknown (containerd's answer when the shim's State call
+// fails or times out, as a busy shim's can; its task may well run, and
+// is not taken for stopped).
+func mayRun(st containerdapi.TaskStatus) bool {
+	switch st {
+	case containerdapi.TaskRunning, containerdapi.TaskPaused, containerdapi.TaskPausing, containerdapi.TaskUnknown:
+		return true
+	}
+	return false
 }
 
 // Keep keeps the container under its own ID, and relabels it with name,

@@ -237,7 +237,7 @@ func (e *Engine) Start(ctx context.Context, ref string) error {
 		case containerdapi.TaskRunning, containerdapi.TaskPaused, containerdapi.TaskPausing:
 			return nil
 		case containerdapi.TaskStopped:
-			if _, err = e.C.TaskDelete(ctx, ctr.ID); err == nil || errors.Is(err, containerdapi.ErrNotFound) {
+			if err = e.taskDelete(ctx, ctr.ID); err == nil {
 				err = e.newTask(ctx, ctr)
 			}
 		}
@@ -249,10 +249,13 @@ func (e *Engine) Start(ctx context.Context, ref string) error {
 	if fi, err := os.Stat(e.logFile(ctr.ID)); err == nil {
 		offset = fi.Size() // seen through the waiter's bind; phase 1 sees none
 	}
+	// Read before the start is sent: a quick run can exit before its
+	// answer comes back, and its exit is dated on the same (the host's)
+	// clock.
+	started := e.clock()
 	if _, err := e.C.TaskStart(ctx, ctr.ID); err != nil {
 		return e.startFailed(ctx, ref, ctr.ID, err)
 	}
-	started := e.clock()
 	e.mu.Lock()
 	if e.runs == nil {
 		e.runs = map[string]run{}

@@ -678,7 +678,7 @@ func TestListStates(t *testing.T) {
 	}
 	want := []string{
 		"stopped ran=true running=false state=stopped",
-		"unknown ran=false running=false state=" + containerdapi.TaskUnknown.String(),
+		"unknown ran=false running=true state=" + containerdapi.TaskUnknown.String(),
 		"created ran=false running=false state=created",
 		"paused ran=true running=true state=paused",
 		"none ran=false running=false state=no task",

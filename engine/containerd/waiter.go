@@ -1,6 +1,7 @@
 package containerd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"path"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
@@ -219,10 +221,131 @@ func (e *Engine) Tell(ctx context.Context, line []byte) error {
 		e.own = own
 		e.mu.Unlock()
 	}
-	if _, err := e.C.ContainerSetLabel(ctx, own, LabelSaid, string(line[:min(len(line), maxSaid)])); err != nil {
+	if _, err := e.C.ContainerSetLabel(ctx, own, LabelSaid, fitSaid(line, maxSaid)); err != nil {
 		return fmt.Errorf("telling phase 1: %w", err)
 	}
 	return nil
+}
+
+// fitSaid is line in at most limit bytes of valid UTF-8. A JSON object
+// stays one: its longest strings are shortened (ending in "…") until it
+// fits, so that what phase 1 reads of it, such as its msg, is kept.
+// Anything else is cut at a rune's start.
+func fitSaid(line []byte, limit int) string {
+	if len(line) <= limit {
+		return string(line)
+	}
+	var obj fields
+	if err := json.Unmarshal(line, &obj); err == nil {
+		// The longest cut of each string that fits, found by bisection.
+		best := ""
+		for lo, hi := minKeep, limit; lo <= hi; {
+			keep := (lo + hi) / 2
+			short := make(fields, len(obj))
+			for i, f := range obj {
+				short[i] = field{f.key, shorten(f.value, keep)}
+			}
+			if out, err := json.Marshal(short); err == nil && len(out) <= limit {
+				best, lo = string(out), keep+1
+			} else {
+				hi = keep - 1
+			}
+		}
+		if best != "" {
+			return best
+		}
+	}
+	return cutRunes(string(line), limit)
+}
+
+// minKeep is the least fitSaid leaves of a string.
+const minKeep = 16
+
+// cutRunes is s cut to at most limit bytes, at a rune's start.
+func cutRunes(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	for limit > 0 && !utf8.RuneStart(s[limit]) {
+		limit--
+	}
+	return s[:limit]
+}
+
+// shorten shortens a JSON value's strings, at any depth, to at most keep
+// bytes each.
+func shorten(v any, keep int) any {
+	switch v := v.(type) {
+	case string:
+		if len(v) <= keep {
+			return v
+		}
+		return cutRunes(v, keep-len("…")) + "…"
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = shorten(x, keep)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = shorten(x, keep)
+		}
+		return out
+	}
+	return v
+}
+
+// field is one member of a JSON object; fields is an object whose
+// members keep their order.
+type (
+	field struct {
+		key   string
+		value any
+	}
+	fields []field
+)
+
+func (fs *fields) UnmarshalJSON(data []byte) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("not a JSON object")
+	}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return err
+		}
+		var v any
+		if err := d.Decode(&v); err != nil {
+			return err
+		}
+		*fs = append(*fs, field{t.(string), v})
+	}
+	_, err := d.Token()
+	return err
+}
+
+func (fs fields) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range fs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(f.key)
+		v, err := json.Marshal(f.value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // cgroupID is the ID in the cgroup paths of cgroup (/proc/self/cgroup)
@@ -273,7 +396,7 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 
 // waitTask waits for container id's task to exit. A wait that breaks
 // without an answer (the daemon restarting) is asked again, for
-// engineLost at most; one the daemon refuses while the task still runs,
+// engineLost at most; one the daemon refuses while the task still runs (or may: see mayRun),
 // after a second.
 func (e *Engine) waitTask(ctx context.Context, id, what string) (containerdapi.Exit, error) {
 	var lostSince time.Time
@@ -293,7 +416,7 @@ func (e *Engine) waitTask(ctx context.Context, id, what string) (containerdapi.E
 			}
 		default:
 			t, gerr := e.C.TaskGet(ctx, id)
-			if gerr != nil || t.Status != containerdapi.TaskRunning {
+			if gerr != nil || !mayRun(t.Status) {
 				return exit, fmt.Errorf("waiting for %s: %w", what, err)
 			}
 		}
