@@ -119,6 +119,8 @@ func (m *readContentResponse) fields() []field {
 	return []field{{1, "offset", uintValue[int64]{&m.Offset}}, {2, "data", (*bytesValue)(&m.Data)}}
 }
 
+func (m *readContentResponse) piece() []byte { return m.Data }
+
 var (
 	imagesGet   = newRPC("containerd.services.images.v1.Images/Get", &imageName{}, &imageMsg{}, true)
 	contentRead = newRPC("containerd.services.content.v1.Content/Read", &readContentRequest{}, &readContentResponse{}, true)
@@ -147,6 +149,7 @@ func (c *Client) ContentRead(ctx context.Context, digest string) ([]byte, error)
 		return nil, err
 	}
 	defer s.Close()
+	s.joinPieces()
 	var data []byte
 	for {
 		var m readContentResponse
