@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -233,7 +234,10 @@ func TestBrokenConnection(t *testing.T) {
 // answered UNAVAILABLE) is neither failed nor blindly sent again:
 // Tasks/Get says what happened, and the call succeeds with exactly one
 // task created, started once. A task that started and already exited
-// counts as started.
+// counts as started. A create cut off while the daemon still creates
+// (Tasks/Get says NotFound until it ends, and a second create meets its
+// bundle) waits for the first to end, or to abort, and creates no task
+// twice.
 func TestTaskLostAnswer(t *testing.T) {
 	create := func(ctx context.Context, c *containerdapi.Client) (uint32, error) {
 		return c.TaskCreate(ctx, "web", containerdapi.TaskSpec{})
@@ -245,13 +249,16 @@ func TestTaskLostAnswer(t *testing.T) {
 		name      string
 		call      func(context.Context, *containerdapi.Client) (uint32, error)
 		created   bool   // the task is there, created, before the call
-		fault     string // of the call's first attempt: "after" (acted, then the connection broke), "before", "unavailable"
+		fault     string // of the call's first attempt: "after" (acted, then the connection broke), "before", "unavailable", "creating" (cut while the daemon creates)
 		exits     bool   // a started task exits at once
 		gone      bool   // the task is deleted behind the client's back after the fault
-		wantCalls string
+		aborts    bool   // a create cut while creating is not carried out
+		wantCalls string // the calls made; a regular expression for "creating"
 		wantState string
 		wantErr   bool
 	}{
+		{name: "create, cut while creating", call: create, fault: "creating", wantCalls: `^Create Get( Create Get)+$`, wantState: "created"},
+		{name: "create, cut while creating, aborted", call: create, fault: "creating", aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
 		{name: "create, lost after acting", call: create, fault: "after", wantCalls: "Create Get", wantState: "created"},
 		{name: "create, lost before acting", call: create, fault: "before", wantCalls: "Create Get Create", wantState: "created"},
 		{name: "create, unavailable", call: create, fault: "unavailable", wantCalls: "Create Get Create", wantState: "created"},
@@ -273,17 +280,38 @@ func TestTaskLostAnswer(t *testing.T) {
 				state = "created"
 			}
 			faulted := false
+			var creatingUntil time.Time // while the cut create goes on
 			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
 				readRequest(t, r)
 				method := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
 				mu.Lock()
 				defer mu.Unlock()
 				calls = append(calls, method)
+				if state == "creating" && time.Now().After(creatingUntil) {
+					state = ""
+					if !tc.aborts {
+						state, creates = "created", creates+1
+					}
+				}
 				fault := ""
 				if method != "Get" && !faulted {
 					fault, faulted = tc.fault, true
 				}
+				if state == "creating" {
+					// containerd 2.2.1: the task is not there until its
+					// create ends, and its bundle is.
+					switch method {
+					case "Get":
+						fail(w, containerdapi.NotFound, "no running task found: task web not found")
+					case "Create":
+						fail(w, containerdapi.Unknown, "mkdir /run/containerd/io.containerd.runtime.v2.task/tinkerbell/web: file exists")
+					}
+					return
+				}
 				switch fault {
+				case "creating":
+					state, creatingUntil = "creating", time.Now().Add(300*time.Millisecond)
+					panic(http.ErrAbortHandler)
 				case "before":
 					if tc.gone {
 						state = ""
@@ -331,7 +359,7 @@ func TestTaskLostAnswer(t *testing.T) {
 			if tc.wantErr != (err != nil) || !tc.wantErr && pid != 42 {
 				t.Errorf("call = %d, %v; want pid 42, error %v", pid, err, tc.wantErr)
 			}
-			if got := strings.Join(calls, " "); got != tc.wantCalls {
+			if got := strings.Join(calls, " "); tc.fault != "creating" && got != tc.wantCalls || tc.fault == "creating" && !regexp.MustCompile(tc.wantCalls).MatchString(got) {
 				t.Errorf("calls %q, want %q", got, tc.wantCalls)
 			}
 			wantCreates, wantStarts := 0, 0

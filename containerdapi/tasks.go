@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -201,11 +202,16 @@ var (
 // A create whose answer was lost (see lostAnswer) is not failed, nor sent
 // again blindly: Tasks/Get says what became of it. A task that is there
 // is the one it created (a container has one task), and is returned; none
-// means it was not created, and it is created again. A retry that meets
-// AlreadyExists met the lost attempt's task.
+// means it was not created, or is still being created, and it is created
+// again. A retry that meets AlreadyExists, or the task's bundle (containerd
+// answers Unknown, "mkdir …: file exists", while a create cut off goes on:
+// Tasks/Get finds no task until it ends), met the lost attempt's create:
+// the task is asked for again, and created again, after a pause, until
+// that create has ended or aborted, for as long as a request may take.
 func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint32, error) {
 	req := &createTaskRequest{ContainerID: id, Rootfs: spec.Rootfs, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, Terminal: spec.Terminal}
-	for try := 0; ; try++ {
+	var metSince time.Time // when a retry first met the lost attempt's create
+	for try, lostTries := 0, 0; ; try++ {
 		var out createTaskResponse
 		tries := &socketclient.Attempts{}
 		err := c.call(ctx, tasksCreate, req, &out, callOptions{tries: tries})
@@ -213,20 +219,37 @@ func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint
 			return out.Pid, nil
 		}
 		lost := lostAnswer(err, tries)
-		if !lost && !(try > 0 && errors.Is(err, ErrAlreadyExists)) || try == socketclient.MaxRetries {
+		met := try > 0 && (errors.Is(err, ErrAlreadyExists) || bundleExists(err))
+		if lost {
+			lostTries++
+		}
+		if met && metSince.IsZero() {
+			metSince = time.Now()
+		}
+		switch {
+		case !lost && !met, lostTries > socketclient.MaxRetries:
 			return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
+		case met && time.Since(metSince) > c.bounds().Request():
+			return 0, fmt.Errorf("creating the task of container %q: %w (an earlier create still under way after %v)", id, err, c.bounds().Request())
 		}
 		p, gerr := c.TaskGet(ctx, id)
 		if gerr == nil {
 			return p.Pid, nil
 		}
-		if !lost || !errors.Is(gerr, ErrNotFound) {
+		if !errors.Is(gerr, ErrNotFound) {
 			return 0, fmt.Errorf("creating the task of container %q: %w (then asking whether it was: %w)", id, err, gerr)
 		}
-		if err := socketclient.Pause(ctx, try); err != nil {
+		if err := socketclient.Pause(ctx, min(try, 3)); err != nil {
 			return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
 		}
 	}
+}
+
+// bundleExists is a task create that met the bundle directory of another
+// create of the same task, still under way.
+func bundleExists(err error) bool {
+	var ae *Error
+	return errors.As(err, &ae) && ae.Code == Unknown && strings.Contains(ae.Message, "mkdir ") && strings.HasSuffix(ae.Message, ": file exists")
 }
 
 // TaskStart starts the created task of container id and returns its pid.
