@@ -253,12 +253,14 @@ func TestTaskLostAnswer(t *testing.T) {
 		exits     bool   // a started task exits at once
 		gone      bool   // the task is deleted behind the client's back after the fault
 		aborts    bool   // a create cut while creating is not carried out
+		leftover  bool   // an earlier create, cut while creating, is still being undone
 		wantCalls string // the calls made; a regular expression for "creating"
 		wantState string
 		wantErr   bool
 	}{
 		{name: "create, cut while creating", call: create, fault: "creating", wantCalls: `^Create Get( Create Get)+$`, wantState: "created"},
 		{name: "create, cut while creating, aborted", call: create, fault: "creating", aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
+		{name: "create, an earlier create's cleanup under way", call: create, leftover: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
 		{name: "create, lost after acting", call: create, fault: "after", wantCalls: "Create Get", wantState: "created"},
 		{name: "create, lost before acting", call: create, fault: "before", wantCalls: "Create Get Create", wantState: "created"},
 		{name: "create, unavailable", call: create, fault: "unavailable", wantCalls: "Create Get Create", wantState: "created"},
@@ -281,6 +283,9 @@ func TestTaskLostAnswer(t *testing.T) {
 			}
 			faulted := false
 			var creatingUntil time.Time // while the cut create goes on
+			if tc.leftover {
+				state, creatingUntil = "creating", time.Now().Add(300*time.Millisecond)
+			}
 			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
 				readRequest(t, r)
 				method := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
@@ -300,10 +305,12 @@ func TestTaskLostAnswer(t *testing.T) {
 				if state == "creating" {
 					// containerd 2.2.1: the task is not there until its
 					// create ends, and its bundle is.
-					switch method {
-					case "Get":
+					switch {
+					case method == "Get":
 						fail(w, containerdapi.NotFound, "no running task found: task web not found")
-					case "Create":
+					case method == "Create" && tc.leftover:
+						fail(w, containerdapi.Unknown, "failed to create shim task: OCI runtime create failed: runc create failed: container with given ID already exists")
+					case method == "Create":
 						fail(w, containerdapi.Unknown, "mkdir /run/containerd/io.containerd.runtime.v2.task/tinkerbell/web: file exists")
 					}
 					return
@@ -359,7 +366,7 @@ func TestTaskLostAnswer(t *testing.T) {
 			if tc.wantErr != (err != nil) || !tc.wantErr && pid != 42 {
 				t.Errorf("call = %d, %v; want pid 42, error %v", pid, err, tc.wantErr)
 			}
-			if got := strings.Join(calls, " "); tc.fault != "creating" && got != tc.wantCalls || tc.fault == "creating" && !regexp.MustCompile(tc.wantCalls).MatchString(got) {
+			if got := strings.Join(calls, " "); tc.fault != "creating" && !tc.leftover && got != tc.wantCalls || (tc.fault == "creating" || tc.leftover) && !regexp.MustCompile(tc.wantCalls).MatchString(got) {
 				t.Errorf("calls %q, want %q", got, tc.wantCalls)
 			}
 			wantCreates, wantStarts := 0, 0

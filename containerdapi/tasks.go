@@ -203,11 +203,15 @@ var (
 // again blindly: Tasks/Get says what became of it. A task that is there
 // is the one it created (a container has one task), and is returned; none
 // means it was not created, or is still being created, and it is created
-// again. A retry that meets AlreadyExists, or the task's bundle (containerd
-// answers Unknown, "mkdir …: file exists", while a create cut off goes on:
-// Tasks/Get finds no task until it ends), met the lost attempt's create:
-// the task is asked for again, and created again, after a pause, until
-// that create has ended or aborted, for as long as a request may take.
+// again. A retry that meets AlreadyExists met the lost attempt's task.
+// Any attempt that meets the task's bundle, or its runc container, met
+// another create of the task still under way, or one cut off that
+// containerd is still undoing (containerd 2.2.1 answers Unknown, "mkdir
+// …: file exists" or runc's "container with given ID already exists",
+// for the seconds it takes; Tasks/Get finds no task meanwhile, or a task
+// that then goes): the task is asked for again, and created again, after
+// a pause, until that create has ended or been undone, for as long as a
+// request may take.
 func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint32, error) {
 	req := &createTaskRequest{ContainerID: id, Rootfs: spec.Rootfs, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, Terminal: spec.Terminal}
 	var metSince time.Time // when a retry first met the lost attempt's create
@@ -219,7 +223,7 @@ func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint
 			return out.Pid, nil
 		}
 		lost := lostAnswer(err, tries)
-		met := try > 0 && (errors.Is(err, ErrAlreadyExists) || bundleExists(err))
+		met := try > 0 && errors.Is(err, ErrAlreadyExists) || bundleExists(err)
 		if lost {
 			lostTries++
 		}
@@ -245,11 +249,16 @@ func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint
 	}
 }
 
-// bundleExists is a task create that met the bundle directory of another
-// create of the same task, still under way.
+// bundleExists is a task create that met the bundle directory, or the
+// runc container, of another create of the same task, still under way
+// or being undone.
 func bundleExists(err error) bool {
 	var ae *Error
-	return errors.As(err, &ae) && ae.Code == Unknown && strings.Contains(ae.Message, "mkdir ") && strings.HasSuffix(ae.Message, ": file exists")
+	if !errors.As(err, &ae) || ae.Code != Unknown {
+		return false
+	}
+	return strings.Contains(ae.Message, "mkdir ") && strings.HasSuffix(ae.Message, ": file exists") ||
+		strings.HasSuffix(ae.Message, "runc create failed: container with given ID already exists")
 }
 
 // TaskStart starts the created task of container id and returns its pid.
