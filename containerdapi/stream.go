@@ -35,7 +35,16 @@ type stream struct {
 	// them as one message when the stream ends.
 	join   bool
 	joined []byte
+	// counted, when count is set (countPieces), is how many bytes of a
+	// blob the stream's messages carried, which the trace shows instead.
+	count   bool
+	counted int64
 }
+
+// countPieces makes the trace show how many bytes of a blob the
+// stream's messages carry, once it ends, instead of the bytes: a layer,
+// which is no text to read, and may be large.
+func (s *stream) countPieces() { s.count = true }
 
 // piece is a message that carries the next piece of one blob
 // (Content/Read's).
@@ -158,6 +167,10 @@ func (s *stream) Recv(m message) error {
 		s.end(err)
 		return err
 	}
+	if p, ok := m.(piece); ok && s.count {
+		s.counted += int64(len(p.piece()))
+		return nil
+	}
 	if p, ok := m.(piece); ok && s.join {
 		s.joined = append(s.joined, p.piece()...)
 		return nil
@@ -170,6 +183,9 @@ func (s *stream) end(err error) {
 	if !s.done {
 		s.done = true
 		s.traceJoined(err == nil)
+		if s.count && s.c.Trace != nil {
+			s.c.writeTrace(fmt.Appendf(nil, "< %s\n< (%d bytes of a blob, not shown)\n", s.r.name, s.counted))
+		}
 		s.c.traceEnd(s.r, err)
 	}
 }

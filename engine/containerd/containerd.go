@@ -78,6 +78,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
+	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
 	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
@@ -136,6 +137,9 @@ type Engine struct {
 	// to plan and to create, and reads it once. A pull forgets it.
 	images     map[string]image
 	imageLocks map[string]*sync.Mutex
+	// userDBs are the user databases read from images (userDB), by
+	// their config's digest.
+	userDBs map[string]*ocispec.UserDB
 }
 
 // image is an image read, and whether its snapshot was found.

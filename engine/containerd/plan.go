@@ -71,7 +71,7 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 	case err != nil:
 		return engine.Spec{}, fmt.Errorf("reading image %s: %w", want.Image, err)
 	default:
-		if err := p.finish(user.Config); err != nil {
+		if err := e.finish(ctx, p, user); err != nil {
 			return engine.Spec{}, err
 		}
 	}
@@ -88,10 +88,18 @@ func networkNote(action ocispec.Spec) string {
 	return "a network namespace of its own with loopback only: the action's CNI network goes with the action; set namespaces.network: host for a network"
 }
 
-// finish makes the spec, with the user image's config.
-func (p *planned) finish(user containerdapi.ImageConfig) error {
+// finish makes the spec, with the user image's config, and its
+// /etc/passwd and /etc/group when its USER needs them.
+func (e *Engine) finish(ctx context.Context, p *planned, user containerdapi.ResolvedImage) error {
 	in := *p.in
-	in.UserImage = imageConfig(user)
+	in.UserImage = imageConfig(user.Config)
+	if ocispec.NeedsUserDB(in.UserImage.User) {
+		db, err := e.userDB(ctx, user)
+		if err != nil {
+			return err
+		}
+		in.UserDB = db
+	}
 	spec, err := ocispec.Plan(in)
 	if err != nil {
 		return err
@@ -138,7 +146,7 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 		// Planned again with the config of the image as it is now: it
 		// may have been pulled, or pulled anew, since the plan (a pull
 		// forgets the image read before it).
-		if err := p.finish(img.Config); err != nil {
+		if err := e.finish(ctx, p, img); err != nil {
 			return "", fmt.Errorf("creating container %s: %w", spec.Name, err)
 		}
 	}

@@ -505,7 +505,7 @@ func TestEnginePlanFallback(t *testing.T) {
 			if p.Pending == "" || p.Spec != nil {
 				t.Fatalf("Plan() of a missing image = %+v, want it pending", p)
 			}
-			if err := p.finish(fb); err != nil {
+			if err := e.finish(testCtx(t), p, containerdapi.ResolvedImage{Config: fb}); err != nil {
 				t.Fatal(err)
 			}
 			if diff := linediff.Lines(tc.args, p.Spec.Process.Args); diff != "" {
