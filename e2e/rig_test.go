@@ -195,6 +195,13 @@ func (r containerdRig) agentRun(t *testing.T, ctx context.Context, a tinkagent.A
 	if err := tinkagent.Create(ctx, r.c, a); err != nil {
 		t.Fatal(err)
 	}
+	return r.agentStart(t, ctx, a)
+}
+
+// agentStart starts the action's created task, waits for its exit, and
+// returns the exit and the action's output.
+func (r containerdRig) agentStart(t *testing.T, ctx context.Context, a tinkagent.Action) (containerdapi.Exit, string) {
+	t.Helper()
 	type waited struct {
 		exit containerdapi.Exit
 		err  error
