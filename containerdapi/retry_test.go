@@ -254,12 +254,14 @@ func TestTaskLostAnswer(t *testing.T) {
 		gone      bool   // the task is deleted behind the client's back after the fault
 		aborts    bool   // a create cut while creating is not carried out
 		leftover  bool   // an earlier create, cut while creating, is still being undone
+		forever   bool   // a create cut while creating never ends (the client's request bound is 500 ms)
 		wantCalls string // the calls made; a regular expression for "creating"
 		wantState string
 		wantErr   bool
 	}{
 		{name: "create, cut while creating", call: create, fault: "creating", wantCalls: `^Create Get( Create Get)+$`, wantState: "created"},
 		{name: "create, cut while creating, aborted", call: create, fault: "creating", aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
+		{name: "create, cut while creating, never settled", call: create, fault: "creating", forever: true, wantCalls: `^Create Get( Create Get)+$`, wantState: "creating", wantErr: true},
 		{name: "create, an earlier create's cleanup under way", call: create, leftover: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
 		{name: "create, lost after acting", call: create, fault: "after", wantCalls: "Create Get", wantState: "created"},
 		{name: "create, lost before acting", call: create, fault: "before", wantCalls: "Create Get Create", wantState: "created"},
@@ -318,6 +320,9 @@ func TestTaskLostAnswer(t *testing.T) {
 				switch fault {
 				case "creating":
 					state, creatingUntil = "creating", time.Now().Add(300*time.Millisecond)
+					if tc.forever {
+						creatingUntil = time.Now().Add(time.Hour)
+					}
 					panic(http.ErrAbortHandler)
 				case "before":
 					if tc.gone {
@@ -360,6 +365,9 @@ func TestTaskLostAnswer(t *testing.T) {
 				}
 				answer(w, msg)
 			})
+			if tc.forever {
+				c.RequestTimeout = 500 * time.Millisecond
+			}
 			pid, err := tc.call(shortCtx(t), c)
 			mu.Lock()
 			defer mu.Unlock()

@@ -210,41 +210,43 @@ var (
 // …: file exists" or runc's "container with given ID already exists",
 // for the seconds it takes; Tasks/Get finds no task meanwhile, or a task
 // that then goes): the task is asked for again, and created again, after
-// a pause, until that create has ended or been undone, for as long as a
-// request may take.
+// a pause, until that create has ended or been undone. Settling a failed
+// attempt takes one request's time at most, in all.
 func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint32, error) {
 	req := &createTaskRequest{ContainerID: id, Rootfs: spec.Rootfs, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, Terminal: spec.Terminal}
-	var metSince time.Time // when a retry first met the lost attempt's create
+	// Once an attempt has failed, settling it (asking, waiting, creating
+	// again) takes at most one request's time in all: a containerd that
+	// hangs on what a cut create left must not hold the caller longer.
+	settle := ctx
 	for try, lostTries := 0, 0; ; try++ {
 		var out createTaskResponse
 		tries := &socketclient.Attempts{}
-		err := c.call(ctx, tasksCreate, req, &out, callOptions{tries: tries})
+		err := c.call(settle, tasksCreate, req, &out, callOptions{tries: tries})
 		if err == nil {
 			return out.Pid, nil
+		}
+		if try == 0 {
+			var cancel context.CancelFunc
+			settle, cancel = context.WithTimeout(ctx, c.bounds().Request())
+			defer cancel()
 		}
 		lost := lostAnswer(err, tries)
 		met := try > 0 && errors.Is(err, ErrAlreadyExists) || bundleExists(err)
 		if lost {
 			lostTries++
 		}
-		if met && metSince.IsZero() {
-			metSince = time.Now()
-		}
-		switch {
-		case !lost && !met, lostTries > socketclient.MaxRetries:
+		if !lost && !met || lostTries > socketclient.MaxRetries || ctx.Err() != nil {
 			return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
-		case met && time.Since(metSince) > c.bounds().Request():
-			return 0, fmt.Errorf("creating the task of container %q: %w (an earlier create still under way after %v)", id, err, c.bounds().Request())
 		}
-		p, gerr := c.TaskGet(ctx, id)
+		p, gerr := c.TaskGet(settle, id)
 		if gerr == nil {
 			return p.Pid, nil
 		}
 		if !errors.Is(gerr, ErrNotFound) {
 			return 0, fmt.Errorf("creating the task of container %q: %w (then asking whether it was: %w)", id, err, gerr)
 		}
-		if err := socketclient.Pause(ctx, min(try, 3)); err != nil {
-			return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
+		if perr := socketclient.Pause(settle, min(try, 3)); perr != nil {
+			return 0, fmt.Errorf("creating the task of container %q: %w (not settled within %v)", id, err, c.bounds().Request())
 		}
 	}
 }
