@@ -229,23 +229,22 @@ func (e *Engine) Tell(ctx context.Context, line []byte) error {
 
 // fitSaid is line in at most limit bytes of valid UTF-8. A JSON object
 // stays one: its longest strings are shortened (ending in "…") until it
-// fits, so that what phase 1 reads of it, such as its msg, is kept.
-// Anything else is cut at a rune's start.
+// fits, so that what phase 1 reads of it, such as its msg, is kept (its
+// members then come in the order of their names). Anything else is cut
+// at a rune's start.
 func fitSaid(line []byte, limit int) string {
 	if len(line) <= limit {
 		return string(line)
 	}
-	var obj fields
-	if err := json.Unmarshal(line, &obj); err == nil {
+	var obj map[string]any
+	d := json.NewDecoder(bytes.NewReader(line))
+	d.UseNumber()
+	if d.Decode(&obj) == nil {
 		// The longest cut of each string that fits, found by bisection.
 		best := ""
 		for lo, hi := minKeep, limit; lo <= hi; {
 			keep := (lo + hi) / 2
-			short := make(fields, len(obj))
-			for i, f := range obj {
-				short[i] = field{f.key, shorten(f.value, keep)}
-			}
-			if out, err := json.Marshal(short); err == nil && len(out) <= limit {
+			if out, err := json.Marshal(shorten(obj, keep)); err == nil && len(out) <= limit {
 				best, lo = string(out), keep+1
 			} else {
 				hi = keep - 1
@@ -295,57 +294,6 @@ func shorten(v any, keep int) any {
 		return out
 	}
 	return v
-}
-
-// field is one member of a JSON object; fields is an object whose
-// members keep their order.
-type (
-	field struct {
-		key   string
-		value any
-	}
-	fields []field
-)
-
-func (fs *fields) UnmarshalJSON(data []byte) error {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	if t, err := d.Token(); err != nil || t != json.Delim('{') {
-		return fmt.Errorf("not a JSON object")
-	}
-	for d.More() {
-		t, err := d.Token()
-		if err != nil {
-			return err
-		}
-		var v any
-		if err := d.Decode(&v); err != nil {
-			return err
-		}
-		*fs = append(*fs, field{t.(string), v})
-	}
-	_, err := d.Token()
-	return err
-}
-
-func (fs fields) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, f := range fs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(f.key)
-		v, err := json.Marshal(f.value)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
 }
 
 // cgroupID is the ID in the cgroup paths of cgroup (/proc/self/cgroup)
