@@ -29,7 +29,7 @@ type report struct {
 	Mounts    []string          `json:"mounts"`
 	UID       int               `json:"uid"`
 	GID       int               `json:"gid"`
-	Groups    []int             `json:"groups"` // the additional groups
+	Groups    []int             `json:"groups"`  // the additional groups
 	CapEff    string            `json:"cap_eff"` // /proc/self/status's CapEff
 	Devices   int               `json:"devices"` // device files directly under /dev
 	Cwd       string            `json:"cwd"`
