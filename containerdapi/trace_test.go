@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -208,6 +209,62 @@ func TestTraceBytesRedacted(t *testing.T) {
 				if strings.Contains(shown, s) {
 					t.Errorf("the trace shows the secret %q, in clear or in base64:\n%s", s, text)
 				}
+			}
+		})
+	}
+}
+
+// TestContentReader reads a blob as it streams, piece by piece, and
+// traces how many bytes came, not the bytes; a piece at another offset
+// than the next is an error.
+func TestContentReader(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		offsets []int // of each piece; nil: where each should be
+		wantErr string
+	}{
+		{name: "in order"},
+		{name: "a piece out of place", offsets: []int{0, 3, 2}, wantErr: "a chunk at offset 3, expected 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pieces := []string{"ab", "cd", "e"}
+			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+				readRequest(t, r)
+				w.Header().Set("Content-Type", "application/grpc")
+				w.Header().Set("Trailer", "Grpc-Status, Grpc-Message")
+				at := 0
+				for i, p := range pieces {
+					off := at
+					if tc.offsets != nil {
+						off = tc.offsets[i]
+					}
+					msg := cat(varint(1, uint64(off)), protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), []byte(p)))
+					hdr := make([]byte, 5)
+					binary.BigEndian.PutUint32(hdr[1:], uint32(len(msg)))
+					_, _ = w.Write(append(hdr, msg...))
+					at += len(p)
+				}
+				w.Header().Set("Grpc-Status", "0")
+			})
+			var trace traceBuffer
+			c.Trace = &trace
+			r, err := c.ContentReader(shortCtx(t), "sha256:0123")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(r)
+			r.Close()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("read %q, %v; want an error saying %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || string(got) != "abcde" {
+				t.Errorf("read %q, %v; want abcde", got, err)
+			}
+			if text := trace.String(); !strings.Contains(text, "< (5 bytes of a blob, not shown)") || strings.Contains(text, "abcde") || strings.Contains(text, `"cd"`) {
+				t.Errorf("the trace shows the blob, or not its size:\n%s", text)
 			}
 		})
 	}
