@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
 )
 
 // layer is a layer's tar of files (name: content; "link:" makes a
@@ -101,6 +103,58 @@ func TestUserDB(t *testing.T) {
 				}
 				if again, err := e.userDB(testCtx(t), img); err != nil || again != db {
 					t.Errorf("userDB() again = %p, %v; want the first read's %p", again, err, db)
+				}
+			}
+			if n := d.count("Content/Read"); n != tc.wantReads {
+				t.Errorf("%d layers read, want %d", n, tc.wantReads)
+			}
+		})
+	}
+}
+
+// TestFinishUserDB: a user image whose USER is a name is planned with the
+// user its layers' /etc/passwd and /etc/group give; one whose files
+// cannot be read fails the plan, naming the image; a numeric uid:gid
+// reads no layer.
+func TestFinishUserDB(t *testing.T) {
+	const gz = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+	files := layer(t, true, [2]string{"etc/passwd", "root:x:0:0::/:/x\nprobe:x:1234:1234::/:/x\n"}, [2]string{"etc/group", "extra:x:2000:probe\n"})
+	cases := []struct {
+		name, user string
+		layer      []byte
+		mediaType  string
+		wantUser   string
+		wantErr    string
+		wantReads  int
+	}{
+		{name: "a name", user: "probe", layer: files, mediaType: gz, wantUser: `{"uid":1234,"gid":1234,"additionalGids":[1234,2000]}`, wantReads: 1},
+		{name: "uid:gid", user: "5:6", layer: files, mediaType: gz, wantUser: `{"uid":5,"gid":6,"additionalGids":[6]}`},
+		{name: "unreadable", user: "probe", layer: files, mediaType: "application/vnd.oci.image.layer.v1.tar+zstd", wantErr: "reading /etc/passwd and /etc/group from image docker.io/library/probe:1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, d := newFake(t, map[string][]reply{"Content/Read": {{msg: `{"data":{"base64":"` + base64.StdEncoding.EncodeToString(tc.layer) + `"}}`}}})
+			act := recordedAction(t, "reboot.json")
+			p := &planned{in: &ocispec.Input{
+				Spec: act.Detail.(*self).spec, Image: ocispec.ImageConfig{Entrypoint: []string{"/waitdaemon", "action", "--"}},
+				UserImageRef: "probe:1", Namespace: namespace, ID: "user-1",
+			}}
+			var img containerdapi.ResolvedImage
+			img.Image.Name = "docker.io/library/probe:1"
+			img.Config.Config.User, img.Config.Config.Entrypoint = tc.user, []string{"/probe"}
+			img.Manifest.Config.Digest = "sha256:c1"
+			img.Manifest.Layers = []containerdapi.Descriptor{{MediaType: tc.mediaType, Digest: "sha256:l1"}}
+			err := e.finish(testCtx(t), p, img)
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("finish() = %v, want an error saying %q", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			default:
+				if got, _ := json.Marshal(p.Spec.Process.User); string(got) != tc.wantUser {
+					t.Errorf("user %s, want %s", got, tc.wantUser)
 				}
 			}
 			if n := d.count("Content/Read"); n != tc.wantReads {
