@@ -107,7 +107,9 @@ func TestTellLong(t *testing.T) {
 	id := "waiter-0001"
 	msg := `{"time":"2026-01-01T00:00:00Z","msg":"could not tell phase 1","error":"` + strings.Repeat("a", 3928) + strings.Repeat("é", 100) + `","kind":"x"}`
 	ascii := `{"time":"2026-01-01T00:00:00Z","msg":"ready","error":"` + strings.Repeat("b", 5000) + `"}`
-	for name, line := range map[string]string{"a rune across the limit": msg, "ascii": ascii, "short": `{"msg":"ready"}`, "not JSON": strings.Repeat("é", 3000)} {
+	exact := `{"time":"2026-01-01T00:00:00Z","msg":"ready","error":"`
+	exact += strings.Repeat("c", maxSaid-len(exact)-2) + `"}`
+	for name, line := range map[string]string{"a rune across the limit": msg, "ascii": ascii, "short": `{"msg":"ready"}`, "exactly the limit": exact, "not JSON": strings.Repeat("é", 3000)} {
 		t.Run(name, func(t *testing.T) {
 			e, d := newFake(t, map[string][]reply{
 				"Containers/Get":    {{msg: `{"container":{"id":"` + id + `"}}`}},
@@ -139,6 +141,8 @@ func TestTellLong(t *testing.T) {
 				t.Errorf("told %q, want %q as it is", said, line)
 			case json.Valid([]byte(line)) && !json.Valid([]byte(said)):
 				t.Errorf("told invalid JSON: …%q", said[max(0, len(said)-40):])
+			case name == "ascii" && len(said) != maxSaid:
+				t.Errorf("told %d bytes, want the longest cut that fits, %d", len(said), maxSaid)
 			}
 			if json.Valid([]byte(line)) {
 				var got, want map[string]any
