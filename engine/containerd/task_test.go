@@ -163,3 +163,30 @@ func writeProc(t *testing.T, e *Engine, name, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestCutRunes: a cut never splits a rune, and never grows.
+func TestCutRunes(t *testing.T) {
+	for _, tc := range []struct {
+		s     string
+		limit int
+		want  string
+	}{
+		{"ab", 2, "ab"}, {"abc", 2, "ab"}, {"é", 1, ""}, {"éa", 1, ""}, {"aé", 2, "a"}, {"\x80\x80\x80", 2, ""},
+	} {
+		if got := cutRunes(tc.s, tc.limit); got != tc.want {
+			t.Errorf("cutRunes(%q, %d) = %q, want %q", tc.s, tc.limit, got, tc.want)
+		}
+	}
+}
+
+// TestShorten: strings longer than keep bytes, at any depth, end in "…"
+// within keep bytes; others, and what is no string, stay as they are.
+func TestShorten(t *testing.T) {
+	sixteen, twenty := strings.Repeat("a", 16), strings.Repeat("b", 20)
+	in := map[string]any{"s": sixteen, "l": twenty, "n": json.Number("7"), "list": []any{twenty, true}}
+	got, _ := json.Marshal(shorten(in, 16))
+	want := `{"l":"` + strings.Repeat("b", 13) + `…","list":["` + strings.Repeat("b", 13) + `…",true],"n":7,"s":"` + sixteen + `"}`
+	if string(got) != want {
+		t.Errorf("shorten() = %s, want %s", got, want)
+	}
+}
