@@ -368,11 +368,18 @@ func TestTaskLostAnswer(t *testing.T) {
 			if tc.forever {
 				c.RequestTimeout = 500 * time.Millisecond
 			}
+			began := time.Now()
 			pid, err := tc.call(shortCtx(t), c)
+			if took := time.Since(began); tc.forever && took > 5*time.Second {
+				t.Errorf("the call took %v, want it given up soon after its request's time, 500 ms, is spent", took)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if tc.wantErr != (err != nil) || !tc.wantErr && pid != 42 {
 				t.Errorf("call = %d, %v; want pid 42, error %v", pid, err, tc.wantErr)
+			}
+			if tc.forever && (err == nil || !strings.Contains(err.Error(), "not settled within 500ms")) {
+				t.Errorf("call = %v, want it given up once the request's time is spent", err)
 			}
 			if got := strings.Join(calls, " "); tc.fault != "creating" && !tc.leftover && got != tc.wantCalls || (tc.fault == "creating" || tc.leftover) && !regexp.MustCompile(tc.wantCalls).MatchString(got) {
 				t.Errorf("calls %q, want %q", got, tc.wantCalls)
