@@ -119,6 +119,8 @@ func (m *readContentResponse) fields() []field {
 	return []field{{1, "offset", uintValue[int64]{&m.Offset}}, {2, "data", (*bytesValue)(&m.Data)}}
 }
 
+func (m *readContentResponse) piece() []byte { return m.Data }
+
 var (
 	imagesGet   = newRPC("containerd.services.images.v1.Images/Get", &imageName{}, &imageMsg{}, true)
 	contentRead = newRPC("containerd.services.content.v1.Content/Read", &readContentRequest{}, &readContentResponse{}, true)
@@ -147,6 +149,7 @@ func (c *Client) ContentRead(ctx context.Context, digest string) ([]byte, error)
 		return nil, err
 	}
 	defer s.Close()
+	s.joinPieces()
 	var data []byte
 	for {
 		var m readContentResponse
@@ -165,6 +168,59 @@ func (c *Client) ContentRead(ctx context.Context, digest string) ([]byte, error)
 		}
 		data = append(data, m.Data...)
 	}
+}
+
+// ContentReader reads the blob digest from the content store as it
+// streams, with no bound on its size but the request's time: a layer.
+// The trace shows how many bytes came, not the bytes. Close it.
+func (c *Client) ContentReader(ctx context.Context, digest string) (io.ReadCloser, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.bounds().Request())
+	s, err := c.openStream(ctx, contentRead, &readContentRequest{Digest: digest}, false)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s.countPieces()
+	return &blobReader{s: s, digest: digest, cancel: cancel}, nil
+}
+
+// blobReader reads a blob's pieces as they come.
+type blobReader struct {
+	s      *stream
+	digest string
+	cancel context.CancelFunc
+	buf    []byte
+	at     int64
+	err    error
+}
+
+func (b *blobReader) Read(p []byte) (int, error) {
+	for len(b.buf) == 0 && b.err == nil {
+		var m readContentResponse
+		err := b.s.Recv(&m)
+		switch {
+		case err == io.EOF:
+			b.err = io.EOF
+		case err != nil:
+			b.err = fmt.Errorf("reading %s: %w", b.digest, err)
+		case m.Offset != b.at:
+			b.err = fmt.Errorf("reading %s: a chunk at offset %d, expected %d", b.digest, m.Offset, b.at)
+		default:
+			b.buf, b.at = m.Data, b.at+int64(len(m.Data))
+		}
+	}
+	if len(b.buf) == 0 {
+		return 0, b.err
+	}
+	n := copy(p, b.buf)
+	b.buf = b.buf[n:]
+	return n, nil
+}
+
+func (b *blobReader) Close() error {
+	b.s.Close()
+	b.cancel()
+	return nil
 }
 
 // Media types of manifests and indexes, OCI and Docker.

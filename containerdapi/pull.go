@@ -116,8 +116,10 @@ type (
 	}
 	authResponse struct {
 		AuthType uint32 // 1: authCredentials
-		Secret   string // 2: never traced nor recorded
+		Secret   string // 2
 		Username string // 3
+		// Neither is ever traced nor recorded: the whole credential is
+		// hidden, as Docker's X-Registry-Auth is.
 	}
 )
 
@@ -175,7 +177,7 @@ func (m *authResponse) fields() []field {
 	return []field{
 		{1, "authType", uintValue[uint32]{&m.AuthType}},
 		{2, "secret", (*secretValue)(&m.Secret)},
-		{3, "username", (*stringValue)(&m.Username)},
+		{3, "username", (*secretValue)(&m.Username)},
 	}
 }
 

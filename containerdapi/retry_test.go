@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -233,7 +234,10 @@ func TestBrokenConnection(t *testing.T) {
 // answered UNAVAILABLE) is neither failed nor blindly sent again:
 // Tasks/Get says what happened, and the call succeeds with exactly one
 // task created, started once. A task that started and already exited
-// counts as started.
+// counts as started. A create cut off while the daemon still creates
+// (Tasks/Get says NotFound until it ends, and a second create meets its
+// bundle) waits for the first to end, or to abort, and creates no task
+// twice.
 func TestTaskLostAnswer(t *testing.T) {
 	create := func(ctx context.Context, c *containerdapi.Client) (uint32, error) {
 		return c.TaskCreate(ctx, "web", containerdapi.TaskSpec{})
@@ -245,13 +249,20 @@ func TestTaskLostAnswer(t *testing.T) {
 		name      string
 		call      func(context.Context, *containerdapi.Client) (uint32, error)
 		created   bool   // the task is there, created, before the call
-		fault     string // of the call's first attempt: "after" (acted, then the connection broke), "before", "unavailable"
+		fault     string // of the call's first attempt: "after" (acted, then the connection broke), "before", "unavailable", "creating" (cut while the daemon creates)
 		exits     bool   // a started task exits at once
 		gone      bool   // the task is deleted behind the client's back after the fault
-		wantCalls string
+		aborts    bool   // a create cut while creating is not carried out
+		leftover  bool   // an earlier create, cut while creating, is still being undone
+		forever   bool   // a create cut while creating never ends (the client's request bound is 500 ms)
+		wantCalls string // the calls made; a regular expression for "creating"
 		wantState string
 		wantErr   bool
 	}{
+		{name: "create, cut while creating", call: create, fault: "creating", wantCalls: `^Create Get( Create Get)+$`, wantState: "created"},
+		{name: "create, cut while creating, aborted", call: create, fault: "creating", aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
+		{name: "create, cut while creating, never settled", call: create, fault: "creating", forever: true, wantCalls: `^Create Get( Create Get)+$`, wantState: "creating", wantErr: true},
+		{name: "create, an earlier create's cleanup under way", call: create, leftover: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
 		{name: "create, lost after acting", call: create, fault: "after", wantCalls: "Create Get", wantState: "created"},
 		{name: "create, lost before acting", call: create, fault: "before", wantCalls: "Create Get Create", wantState: "created"},
 		{name: "create, unavailable", call: create, fault: "unavailable", wantCalls: "Create Get Create", wantState: "created"},
@@ -273,17 +284,46 @@ func TestTaskLostAnswer(t *testing.T) {
 				state = "created"
 			}
 			faulted := false
+			var creatingUntil time.Time // while the cut create goes on
+			if tc.leftover {
+				state, creatingUntil = "creating", time.Now().Add(300*time.Millisecond)
+			}
 			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
 				readRequest(t, r)
 				method := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
 				mu.Lock()
 				defer mu.Unlock()
 				calls = append(calls, method)
+				if state == "creating" && time.Now().After(creatingUntil) {
+					state = ""
+					if !tc.aborts {
+						state, creates = "created", creates+1
+					}
+				}
 				fault := ""
 				if method != "Get" && !faulted {
 					fault, faulted = tc.fault, true
 				}
+				if state == "creating" {
+					// containerd 2.2.1: the task is not there until its
+					// create ends, and its bundle is.
+					switch {
+					case method == "Get":
+						fail(w, containerdapi.NotFound, "no running task found: task web not found")
+					case method == "Create" && tc.leftover:
+						fail(w, containerdapi.Unknown, "failed to create shim task: OCI runtime create failed: runc create failed: container with given ID already exists")
+					case method == "Create":
+						fail(w, containerdapi.Unknown, "mkdir /run/containerd/io.containerd.runtime.v2.task/tinkerbell/web: file exists")
+					}
+					return
+				}
 				switch fault {
+				case "creating":
+					state, creatingUntil = "creating", time.Now().Add(300*time.Millisecond)
+					if tc.forever {
+						creatingUntil = time.Now().Add(time.Hour)
+					}
+					panic(http.ErrAbortHandler)
 				case "before":
 					if tc.gone {
 						state = ""
@@ -325,13 +365,23 @@ func TestTaskLostAnswer(t *testing.T) {
 				}
 				answer(w, msg)
 			})
+			if tc.forever {
+				c.RequestTimeout = 500 * time.Millisecond
+			}
+			began := time.Now()
 			pid, err := tc.call(shortCtx(t), c)
+			if took := time.Since(began); tc.forever && took > 5*time.Second {
+				t.Errorf("the call took %v, want it given up soon after its request's time, 500 ms, is spent", took)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if tc.wantErr != (err != nil) || !tc.wantErr && pid != 42 {
 				t.Errorf("call = %d, %v; want pid 42, error %v", pid, err, tc.wantErr)
 			}
-			if got := strings.Join(calls, " "); got != tc.wantCalls {
+			if tc.forever && (err == nil || !strings.Contains(err.Error(), "not settled within 500ms")) {
+				t.Errorf("call = %v, want it given up once the request's time is spent", err)
+			}
+			if got := strings.Join(calls, " "); tc.fault != "creating" && !tc.leftover && got != tc.wantCalls || (tc.fault == "creating" || tc.leftover) && !regexp.MustCompile(tc.wantCalls).MatchString(got) {
 				t.Errorf("calls %q, want %q", got, tc.wantCalls)
 			}
 			wantCreates, wantStarts := 0, 0

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 
+	"github.com/waitdaemon/waitdaemon/internal/redact"
 	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
@@ -28,6 +29,58 @@ type stream struct {
 	err   error
 	fr    frameReader
 	done  bool
+
+	// joined, when join is set (joinPieces), gathers the pieces of one
+	// blob that the stream's messages carry, for the trace, which shows
+	// them as one message when the stream ends.
+	join   bool
+	joined []byte
+	// counted, when count is set (countPieces), is how many bytes of a
+	// blob the stream's messages carried, which the trace shows instead.
+	count   bool
+	counted int64
+}
+
+// countPieces makes the trace show how many bytes of a blob the
+// stream's messages carry, once it ends, instead of the bytes: a layer,
+// which is no text to read, and may be large.
+func (s *stream) countPieces() { s.count = true }
+
+// piece is a message that carries the next piece of one blob
+// (Content/Read's).
+type piece interface {
+	message
+	piece() []byte
+}
+
+// joinPieces makes the trace show the blob the stream's messages carry in
+// pieces as one message, once the stream ends, redacted whole: a secret
+// split across two messages is hidden as one in one message is. A stream
+// that breaks off, or is closed before its end, shows what it read as a
+// body cut short (redact.Stream's CutOff): an entry it cut, which may be
+// a secret, shows as <redacted>.
+func (s *stream) joinPieces() { s.join = s.c.Trace != nil }
+
+// traceJoined traces the pieces gathered, once.
+func (s *stream) traceJoined(whole bool) {
+	if !s.join {
+		return
+	}
+	s.join = false
+	data := s.joined
+	if !whole {
+		var rs redact.Stream
+		out, tooLong := rs.Next(data)
+		if tooLong {
+			data = append(out, "<redacted>"...)
+		} else {
+			data = append(out, rs.CutOff()...)
+		}
+	}
+	if len(data) > 0 {
+		s.c.traceMessage("<", s.r, &readContentResponse{Data: data})
+	}
+	s.joined = nil
 }
 
 // openStream starts r. A server stream sends first and closes its side;
@@ -114,6 +167,14 @@ func (s *stream) Recv(m message) error {
 		s.end(err)
 		return err
 	}
+	if p, ok := m.(piece); ok && s.count {
+		s.counted += int64(len(p.piece()))
+		return nil
+	}
+	if p, ok := m.(piece); ok && s.join {
+		s.joined = append(s.joined, p.piece()...)
+		return nil
+	}
 	s.c.traceMessage("<", s.r, m)
 	return nil
 }
@@ -121,12 +182,17 @@ func (s *stream) Recv(m message) error {
 func (s *stream) end(err error) {
 	if !s.done {
 		s.done = true
+		s.traceJoined(err == nil)
+		if s.count && s.c.Trace != nil {
+			s.c.writeTrace(fmt.Appendf(nil, "< %s\n< (%d bytes of a blob, not shown)\n", s.r.name, s.counted))
+		}
 		s.c.traceEnd(s.r, err)
 	}
 }
 
 // Close ends the stream, whatever its state, and frees its connection.
 func (s *stream) Close() {
+	s.traceJoined(false)
 	s.CloseSend()
 	s.cancel()
 	closeBody := func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -201,32 +202,65 @@ var (
 // A create whose answer was lost (see lostAnswer) is not failed, nor sent
 // again blindly: Tasks/Get says what became of it. A task that is there
 // is the one it created (a container has one task), and is returned; none
-// means it was not created, and it is created again. A retry that meets
-// AlreadyExists met the lost attempt's task.
+// means it was not created, or is still being created, and it is created
+// again. A retry that meets AlreadyExists met the lost attempt's task.
+// Any attempt that meets the task's bundle, or its runc container, met
+// another create of the task still under way, or one cut off that
+// containerd is still undoing (containerd 2.2.1 answers Unknown, "mkdir
+// …: file exists" or runc's "container with given ID already exists",
+// for the seconds it takes; Tasks/Get finds no task meanwhile, or a task
+// that then goes): the task is asked for again, and created again, after
+// a pause, until that create has ended or been undone. Settling a failed
+// attempt takes one request's time at most, in all.
 func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint32, error) {
 	req := &createTaskRequest{ContainerID: id, Rootfs: spec.Rootfs, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, Terminal: spec.Terminal}
-	for try := 0; ; try++ {
+	// Once an attempt has failed, settling it (asking, waiting, creating
+	// again) takes at most one request's time in all: a containerd that
+	// hangs on what a cut create left must not hold the caller longer.
+	settle := ctx
+	for try, lostTries := 0, 0; ; try++ {
 		var out createTaskResponse
 		tries := &socketclient.Attempts{}
-		err := c.call(ctx, tasksCreate, req, &out, callOptions{tries: tries})
+		err := c.call(settle, tasksCreate, req, &out, callOptions{tries: tries})
 		if err == nil {
 			return out.Pid, nil
 		}
+		if try == 0 {
+			var cancel context.CancelFunc
+			settle, cancel = context.WithTimeout(ctx, c.bounds().Request())
+			defer cancel()
+		}
 		lost := lostAnswer(err, tries)
-		if !lost && !(try > 0 && errors.Is(err, ErrAlreadyExists)) || try == socketclient.MaxRetries {
+		met := try > 0 && errors.Is(err, ErrAlreadyExists) || bundleExists(err)
+		if lost {
+			lostTries++
+		}
+		if !lost && !met || lostTries > socketclient.MaxRetries || ctx.Err() != nil {
 			return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
 		}
-		p, gerr := c.TaskGet(ctx, id)
+		p, gerr := c.TaskGet(settle, id)
 		if gerr == nil {
 			return p.Pid, nil
 		}
-		if !lost || !errors.Is(gerr, ErrNotFound) {
+		if !errors.Is(gerr, ErrNotFound) {
 			return 0, fmt.Errorf("creating the task of container %q: %w (then asking whether it was: %w)", id, err, gerr)
 		}
-		if err := socketclient.Pause(ctx, try); err != nil {
-			return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
+		if perr := socketclient.Pause(settle, min(try, 3)); perr != nil {
+			return 0, fmt.Errorf("creating the task of container %q: %w (not settled within %v)", id, err, c.bounds().Request())
 		}
 	}
+}
+
+// bundleExists is a task create that met the bundle directory, or the
+// runc container, of another create of the same task, still under way
+// or being undone.
+func bundleExists(err error) bool {
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Code != Unknown {
+		return false
+	}
+	return strings.Contains(ae.Message, "mkdir ") && strings.HasSuffix(ae.Message, ": file exists") ||
+		strings.HasSuffix(ae.Message, "runc create failed: container with given ID already exists")
 }
 
 // TaskStart starts the created task of container id and returns its pid.

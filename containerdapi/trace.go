@@ -14,7 +14,9 @@ import (
 // failure to get an answer after "* ". Messages are decoded field by
 // field (proto names) and printed as indented JSON; registry secrets and
 // secret-looking environment values are redacted by the codec itself. A
-// stream's messages appear as they are sent and read.
+// stream's messages appear as they are sent and read, but for a blob
+// read in pieces (Content/Read), which appears whole, as one message,
+// once read (see joinPieces).
 //
 //	> containerd.services.containers.v1.Containers/Get
 //	> containerd-namespace: tinkerbell

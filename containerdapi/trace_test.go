@@ -3,6 +3,8 @@ package containerdapi_test
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
+	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -124,16 +126,37 @@ func TestTraceTransportError(t *testing.T) {
 }
 
 // TestTraceBytesRedacted reads blobs whose bytes hold secret entries, as
-// text (an image config) and as binary, shown in base64: the trace shows
-// neither the secrets nor their encodings, and the caller gets the blob
-// as it is.
+// text (an image config) and as binary, shown in base64, in one message
+// or split across several (a blob over 1 MiB comes so), even inside a
+// secret's name or value: the trace shows neither the secrets nor their
+// encodings, and the caller gets the blob as it is. A blob whose stream
+// breaks off shows nothing of a secret it cut.
 func TestTraceBytesRedacted(t *testing.T) {
+	config := `{"architecture":"amd64","config":{"Env":["PATH=/bin","REGISTRY_PASSWORD=hunter2-cfg","GITHUB_TOKEN=ghp_s3cr3t"]}}`
+	configShown := `<   "data": "{\"architecture\":\"amd64\",\"config\":{\"Env\":[\"PATH=/bin\",\"REGISTRY_PASSWORD=<redacted>\",\"GITHUB_TOKEN=<redacted>\"]}}"`
 	cases := []struct {
 		name    string
 		data    string
+		split   []int // where the daemon splits the blob into messages
+		broken  bool  // the stream breaks off after the last split
 		secrets []string
 		want    string // a line the trace must show
 	}{
+		{
+			name:    "image config, split in a name and in a value",
+			data:    config,
+			split:   []int{strings.Index(config, "PASSWORD"), strings.Index(config, "s3cr3t")},
+			secrets: []string{"hunter2-cfg", "ghp_s3cr3t", "s3cr3t"},
+			want:    configShown,
+		},
+		{
+			name:    "image config, broken off in a value",
+			data:    config,
+			split:   []int{strings.Index(config, "cr3t")},
+			broken:  true,
+			secrets: []string{"hunter2-cfg", "ghp_s3"},
+			want:    `<   "data": "{\"architecture\":\"amd64\",\"config\":{\"Env\":[\"PATH=/bin\",\"REGISTRY_PASSWORD=<redacted>\",<redacted>"`,
+		},
 		{
 			name:    "image config",
 			data:    `{"architecture":"amd64","config":{"Env":["PATH=/bin","REGISTRY_PASSWORD=hunter2-cfg","GITHUB_TOKEN=ghp_s3cr3t"]}}`,
@@ -151,13 +174,27 @@ func TestTraceBytesRedacted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
 				readRequest(t, r)
-				answer(w, protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), []byte(tc.data)))
+				w.Header().Set("Content-Type", "application/grpc")
+				w.Header().Set("Trailer", "Grpc-Status, Grpc-Message")
+				at := 0
+				for _, end := range append(tc.split, len(tc.data)) {
+					if tc.broken && end == len(tc.data) {
+						panic(http.ErrAbortHandler)
+					}
+					msg := cat(varint(1, uint64(at)), protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), []byte(tc.data[at:end])))
+					hdr := make([]byte, 5)
+					binary.BigEndian.PutUint32(hdr[1:], uint32(len(msg)))
+					_, _ = w.Write(append(hdr, msg...))
+					w.(http.Flusher).Flush()
+					at = end
+				}
+				w.Header().Set("Grpc-Status", "0")
 			})
 			var trace traceBuffer
 			c.Trace = &trace
 			got, err := c.ContentRead(shortCtx(t), "sha256:0123")
-			if err != nil || string(got) != tc.data {
-				t.Fatalf("ContentRead() = %q, %v; want %q", got, err, tc.data)
+			if tc.broken != (err != nil) || !tc.broken && string(got) != tc.data {
+				t.Fatalf("ContentRead() = %q, %v; want %q, an error %v", got, err, tc.data, tc.broken)
 			}
 			text := trace.String()
 			if !slices.Contains(strings.Split(text, "\n"), tc.want) {
@@ -172,6 +209,62 @@ func TestTraceBytesRedacted(t *testing.T) {
 				if strings.Contains(shown, s) {
 					t.Errorf("the trace shows the secret %q, in clear or in base64:\n%s", s, text)
 				}
+			}
+		})
+	}
+}
+
+// TestContentReader reads a blob as it streams, piece by piece, and
+// traces how many bytes came, not the bytes; a piece at another offset
+// than the next is an error.
+func TestContentReader(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		offsets []int // of each piece; nil: where each should be
+		wantErr string
+	}{
+		{name: "in order"},
+		{name: "a piece out of place", offsets: []int{0, 3, 2}, wantErr: "a chunk at offset 3, expected 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pieces := []string{"ab", "cd", "e"}
+			c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+				readRequest(t, r)
+				w.Header().Set("Content-Type", "application/grpc")
+				w.Header().Set("Trailer", "Grpc-Status, Grpc-Message")
+				at := 0
+				for i, p := range pieces {
+					off := at
+					if tc.offsets != nil {
+						off = tc.offsets[i]
+					}
+					msg := cat(varint(1, uint64(off)), protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), []byte(p)))
+					hdr := make([]byte, 5)
+					binary.BigEndian.PutUint32(hdr[1:], uint32(len(msg)))
+					_, _ = w.Write(append(hdr, msg...))
+					at += len(p)
+				}
+				w.Header().Set("Grpc-Status", "0")
+			})
+			var trace traceBuffer
+			c.Trace = &trace
+			r, err := c.ContentReader(shortCtx(t), "sha256:0123")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(r)
+			r.Close()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("read %q, %v; want an error saying %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || string(got) != "abcde" {
+				t.Errorf("read %q, %v; want abcde", got, err)
+			}
+			if text := trace.String(); !strings.Contains(text, "< (5 bytes of a blob, not shown)") || strings.Contains(text, "abcde") || strings.Contains(text, `"cd"`) {
+				t.Errorf("the trace shows the blob, or not its size:\n%s", text)
 			}
 		})
 	}

@@ -389,16 +389,19 @@ func specOf(t *testing.T, ctx context.Context, c *containerdapi.Client, id strin
 	return spec
 }
 
-// privileges are the parts of a spec that make a privileged container:
-// its capability sets, devices and device rules, masked and read-only
-// paths, as JSON.
+// privileges are the parts of a spec that make a container privileged or
+// confine it: its capability sets, no_new_privileges, rlimits, AppArmor
+// and SELinux labels, OOM score, devices and device rules, masked and
+// read-only paths, seccomp and sysctls, as JSON.
 func privileges(s ocispec.Spec) map[string]string {
 	out := map[string]string{}
 	if s.Process != nil {
-		out["capabilities"] = string(s.Process.Rest["capabilities"])
+		for _, k := range []string{"capabilities", "noNewPrivileges", "rlimits", "apparmorProfile", "selinuxLabel", "oomScoreAdj"} {
+			out[k] = string(s.Process.Rest[k])
+		}
 	}
 	if s.Linux != nil {
-		for _, k := range []string{"devices", "maskedPaths", "readonlyPaths"} {
+		for _, k := range []string{"devices", "maskedPaths", "readonlyPaths", "seccomp", "sysctl"} {
 			out[k] = string(s.Linux.Rest[k])
 		}
 		var res struct{ Devices json.RawMessage }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -44,6 +45,7 @@ const (
 	hangUpLate                  // forward, let the engine act, then close without an answer
 	slow                        // forward after delay
 	cut                         // forward, and close the connection after cutAfter bytes of the body
+	cutActing                   // forward, and delay later cut both sides, the engine's request cancelled, whatever it answered by then withheld
 )
 
 // fault breaks the first times exchanges (0: all) whose method and
@@ -185,6 +187,26 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	if f != nil && f.kind == cutActing {
+		p.note("%s: %s (fault)", exchange, cutWhileActing(r.Context(), f.delay, func(ctx context.Context) (string, error) {
+			req, err := http.NewRequestWithContext(ctx, r.Method, "http://engine"+r.URL.RequestURI(), r.Body)
+			if err != nil {
+				return "", err
+			}
+			req.Header = r.Header.Clone()
+			req.ContentLength = r.ContentLength
+			resp, err := p.up.Do(req)
+			if err != nil {
+				return "", err
+			}
+			defer resp.Body.Close()
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				return "", err
+			}
+			return strconv.Itoa(resp.StatusCode), nil
+		}))
+		panic(http.ErrAbortHandler)
+	}
 	ctx := r.Context()
 	if f != nil && f.kind == hangUpLate {
 		ctx = context.WithoutCancel(ctx) // the engine finishes what it was asked
@@ -254,4 +276,41 @@ func stream(w http.ResponseWriter, body io.Reader, limit int64) (int64, error) {
 		}
 	}
 	return n, nil
+}
+
+// cutWhileActing is both proxies' fault of a connection cut while the
+// engine is still acting: it has the engine carry out the call (forward,
+// which reads the engine's whole answer and says what it was) under a
+// context that it cancels delay after the call came (as a client whose
+// connection goes cancels what it asked), whatever the engine answered
+// by then withheld; and says which came first, the cut or the answer.
+func cutWhileActing(ctx context.Context, delay time.Duration, forward func(context.Context) (string, error)) string {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		status string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		status, err := forward(ctx)
+		done <- result{status, err}
+	}()
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		cancel()
+		r := <-done
+		if r.err != nil {
+			return fmt.Sprintf("cut %v after it came, while the engine was still at it", delay)
+		}
+		return fmt.Sprintf("cut %v after it came, as the engine answered %s", delay, r.status)
+	case r := <-done:
+		<-timer.C
+		if r.err != nil {
+			return fmt.Sprintf("cut %v after it came, the engine having failed: %v", delay, r.err)
+		}
+		return fmt.Sprintf("cut %v after it came, the engine's answer (%s) withheld", delay, r.status)
+	}
 }

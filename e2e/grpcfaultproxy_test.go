@@ -57,6 +57,11 @@ const (
 	// whole answer, then resets the stream: the daemon did the work, and
 	// the client never hears so.
 	lostAnswer
+	// cutInFlight forwards the call, and delay later resets the stream on
+	// both sides (containerd's call cancelled, as a client's broken
+	// connection cancels it), whatever containerd answered by then
+	// withheld: the connection cut while the daemon is still acting.
+	cutInFlight
 )
 
 // grpcFault breaks the first times calls (0: all) of method (such as
@@ -68,6 +73,7 @@ type grpcFault struct {
 	call    sweepCall
 	times   int
 	kind    grpcFaultKind
+	delay   time.Duration // cutInFlight's
 	hits    int
 }
 
@@ -161,6 +167,26 @@ func (p *grpcFaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if f != nil && f.kind == resetUnsent {
 		p.note("%s: hung up (fault)", call)
+		panic(http.ErrAbortHandler)
+	}
+	if f != nil && f.kind == cutInFlight {
+		p.note("%s: %s (fault)", call, cutWhileActing(r.Context(), f.delay, func(ctx context.Context) (string, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://containerd/"+full, body)
+			if err != nil {
+				return "", err
+			}
+			req.Header = r.Header.Clone()
+			req.ContentLength = r.ContentLength
+			resp, err := p.up.RoundTrip(req)
+			if err != nil {
+				return "", err
+			}
+			defer resp.Body.Close()
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				return "", err
+			}
+			return grpcStatus(resp), nil
+		}))
 		panic(http.ErrAbortHandler)
 	}
 	ctx := r.Context()

@@ -450,6 +450,9 @@ type probeReport struct {
 	Devices    int               `json:"devices"`
 	Mounts     []string          `json:"mounts"`
 	Started    time.Time         `json:"started"`
+	UID        int               `json:"uid"`
+	GID        int               `json:"gid"`
+	Groups     []int             `json:"groups"`
 }
 
 func readProbe(t *testing.T, dir, name string) (probeReport, bool) {

@@ -110,6 +110,9 @@ type containerdRig struct {
 	c         *containerdapi.Client
 	eng       *containerd.Engine
 	actionImg string
+	// spec, if set, changes each action's spec before its create
+	// (tinkagent.Containerd.Spec).
+	spec func([]byte) []byte
 }
 
 func (r containerdRig) row() testEngine       { return engineNamed("containerd") }
@@ -171,7 +174,7 @@ func (r containerdRig) create(t *testing.T, ctx context.Context, a tinkagent.Act
 	if a.Image == "" {
 		a.Image = "docker.io/library/" + r.actionImg
 	}
-	ctr, err := (&tinkagent.Containerd{C: r.c}).Create(ctx, a)
+	ctr, err := (&tinkagent.Containerd{C: r.c, Spec: r.spec}).Create(ctx, a)
 	if err != nil {
 		t.Fatalf("agent: %v", err)
 	}

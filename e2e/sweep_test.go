@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -66,12 +67,43 @@ const (
 	faultLost
 	// faultTransient: the engine answers 503, or UNAVAILABLE.
 	faultTransient
+	// faultCut10, faultCut30, faultCut60: the connection cut while the
+	// engine is still acting: the call forwarded, then, that many
+	// milliseconds after it came, cut on both sides (the engine's
+	// request cancelled, as a client's broken connection cancels it),
+	// whatever the engine answered by then withheld.
+	faultCut10
+	faultCut30
+	faultCut60
 )
 
-var sweepKinds = []sweepKind{faultRefused, faultLost, faultTransient}
+var sweepKinds = []sweepKind{faultRefused, faultLost, faultTransient, faultCut10, faultCut30, faultCut60}
 
 func (k sweepKind) String() string {
-	return [...]string{"refused", "lost", "transient"}[k]
+	return [...]string{"refused", "lost", "transient", "cut-10ms", "cut-30ms", "cut-60ms"}[k]
+}
+
+// cutDelay is how long after a call came a faultCut kind cuts it.
+func (k sweepKind) cutDelay() time.Duration {
+	return map[sweepKind]time.Duration{faultCut10: 10 * time.Millisecond, faultCut30: 30 * time.Millisecond, faultCut60: 60 * time.Millisecond}[k]
+}
+
+// sweepOnly, when set, limits the sweep to the faults it names (comma
+// separated, as String names them), to look at some of them again.
+var sweepOnly = flag.String("sweep.faults", "", "sweep only these faults (comma separated: refused,lost,transient,cut-10ms,cut-30ms,cut-60ms)")
+
+// sweeping is the faults the sweep puts on each call.
+func sweeping() []sweepKind {
+	if *sweepOnly == "" {
+		return sweepKinds
+	}
+	var out []sweepKind
+	for _, k := range sweepKinds {
+		if slices.Contains(strings.Split(*sweepOnly, ","), k.String()) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // sweepParallel is how many actions of the sweep run at once.
@@ -220,7 +252,7 @@ func sweep(t *testing.T, s sweeper) {
 	n := 0
 	var alone []sweepCase
 	for _, call := range rec.calls {
-		for _, kind := range sweepKinds {
+		for _, kind := range sweeping() {
 			n++
 			if strings.Contains(call.key, "{other}") {
 				alone = append(alone, sweepCase{n, call, kind})
@@ -240,7 +272,7 @@ func sweep(t *testing.T, s sweeper) {
 	}
 
 	var summary []string
-	for _, kind := range sweepKinds {
+	for _, kind := range sweeping() {
 		var parts []string
 		for o, k := range byKind[kind] {
 			parts = append(parts, fmt.Sprintf("%d %s", k, o))
@@ -250,7 +282,7 @@ func sweep(t *testing.T, s sweeper) {
 	}
 	slices.Sort(notRan)
 	t.Logf("the sweep: %d calls × %d faults = %d runs in %v: %d %s, %d %s, %d %s, %d %s\n%s\nthe runs that did not hand off and run everything:\n%s",
-		len(rec.calls), len(sweepKinds), n, time.Since(start).Round(time.Second),
+		len(rec.calls), len(sweeping()), n, time.Since(start).Round(time.Second),
 		outcomes[outcomeRan], outcomeRan, outcomes[outcomeFailed], outcomeFailed,
 		outcomes[outcomeNotMet], outcomeNotMet, outcomes[outcomeViolated], outcomeViolated,
 		strings.Join(summary, "\n"), strings.Join(notRan, "\n"))
@@ -300,6 +332,7 @@ func checkSweepRun(t *testing.T, s sweeper, r sweepRun, out string) sweepOutcome
 		if u, f := count("user"), count("fallback"); u != 0 || f != 0 {
 			fail("the action failed, and yet the user container ran %d times and the fallback %d", u, f)
 		}
+		t.Logf("failed cleanly, saying: %s", msg)
 		return outcomeFailed
 	}
 
@@ -414,6 +447,8 @@ func (d dockerSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKind, 
 			f.kind = hangUpLate
 		case faultTransient:
 			f.kind, f.status = answer, 503
+		default:
+			f.kind, f.delay = cutActing, kind.cutDelay()
 		}
 		p.add(f)
 	}
@@ -477,7 +512,11 @@ func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKi
 		return hexID.ReplaceAllString(strings.ReplaceAll(x, full, "{action}"), "{id}")
 	}
 	if call.key != "" {
-		p.add(&grpcFault{call: call, kind: map[sweepKind]grpcFaultKind{faultRefused: resetUnsent, faultLost: lostAnswer, faultTransient: unavailable}[kind]})
+		f := &grpcFault{call: call, kind: cutInFlight, delay: kind.cutDelay()}
+		if k, ok := map[sweepKind]grpcFaultKind{faultRefused: resetUnsent, faultLost: lostAnswer, faultTransient: unavailable}[kind]; ok {
+			f.kind = k
+		}
+		p.add(f)
 	}
 	p.listen()
 	env := []string{

@@ -78,6 +78,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
+	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
 	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
@@ -142,6 +143,9 @@ type Engine struct {
 	// to plan and to create, and reads it once. A pull forgets it.
 	images     map[string]image
 	imageLocks map[string]*sync.Mutex
+	// userDBs are the user databases read from images (userDB), by
+	// their config's digest.
+	userDBs map[string]*ocispec.UserDB
 }
 
 // image is an image read, and whether its snapshot was found.
@@ -374,11 +378,23 @@ func (e *Engine) List(ctx context.Context, label, value string) ([]engine.Contai
 		ran, running, state := c.Labels[LabelStarted] != "", false, "no task"
 		if hasTask {
 			ran, state = ran || st != containerdapi.TaskCreated && st != containerdapi.TaskUnknown, st.String()
-			running = st == containerdapi.TaskRunning || st == containerdapi.TaskPaused || st == containerdapi.TaskPausing
+			running = mayRun(st)
 		}
 		out = append(out, engine.Container{ID: c.ID, Name: cmp.Or(c.Labels[LabelName], c.ID), Labels: c.Labels, Ran: ran, Running: running, State: state})
 	}
 	return out, nil
+}
+
+// mayRun reports whether a task in state st may be running: running,
+// paused, or unknown (containerd's answer when the shim's State call
+// fails or times out, as a busy shim's can; its task may well run, and
+// is not taken for stopped).
+func mayRun(st containerdapi.TaskStatus) bool {
+	switch st {
+	case containerdapi.TaskRunning, containerdapi.TaskPaused, containerdapi.TaskPausing, containerdapi.TaskUnknown:
+		return true
+	}
+	return false
 }
 
 // Keep keeps the container under its own ID, and relabels it with name,

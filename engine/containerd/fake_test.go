@@ -32,6 +32,8 @@ type fakeDaemon struct {
 	mu      sync.Mutex
 	replies map[string][]reply
 	calls   map[string]int
+	// sent is each call's request, in the fixtures' JSON, by method.
+	sent map[string][]string
 }
 
 // newFake serves replies and returns an engine on them that waits for no
@@ -46,12 +48,20 @@ func newFake(t *testing.T, replies map[string][]reply) (*Engine, *fakeDaemon) {
 }
 
 func (d *fakeDaemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
+	body, _ := io.ReadAll(r.Body)
 	method := strings.TrimPrefix(r.URL.Path, "/")
 	short := method[strings.LastIndex(method[:strings.LastIndex(method, "/")], ".")+1:]
+	var req json.RawMessage
+	if len(body) >= 5 {
+		req, _ = containerdapi.Codec.Decode(method, true, body[5:])
+	}
 	d.mu.Lock()
 	n := d.calls[short]
 	d.calls[short]++
+	if d.sent == nil {
+		d.sent = map[string][]string{}
+	}
+	d.sent[short] = append(d.sent[short], string(req))
 	rs := d.replies[short]
 	d.mu.Unlock()
 	w.Header().Set("Content-Type", "application/grpc")
@@ -88,6 +98,13 @@ func (d *fakeDaemon) count(method string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.calls[method]
+}
+
+// requests is what the client sent to method, in order.
+func (d *fakeDaemon) requests(method string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.sent[method]...)
 }
 
 // syncLog is a log written and read from several goroutines.

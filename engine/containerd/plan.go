@@ -76,7 +76,7 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 	case err != nil:
 		return engine.Spec{}, fmt.Errorf("reading image %s: %w", want.Image, err)
 	default:
-		if err := p.finish(user.Config); err != nil {
+		if err := e.finish(ctx, p, user); err != nil {
 			return engine.Spec{}, err
 		}
 	}
@@ -169,10 +169,18 @@ func networkNote(action ocispec.Spec) string {
 	return "a network namespace of its own with loopback only: the action's CNI network goes with the action; set namespaces.network: host for a network"
 }
 
-// finish makes the spec, with the user image's config.
-func (p *planned) finish(user containerdapi.ImageConfig) error {
+// finish makes the spec, with the user image's config, and its
+// /etc/passwd and /etc/group when its USER needs them.
+func (e *Engine) finish(ctx context.Context, p *planned, user containerdapi.ResolvedImage) error {
 	in := *p.in
-	in.UserImage = imageConfig(user)
+	in.UserImage = imageConfig(user.Config)
+	if ocispec.NeedsUserDB(in.UserImage.User) {
+		db, err := e.userDB(ctx, user)
+		if err != nil {
+			return err
+		}
+		in.UserDB = db
+	}
 	spec, err := ocispec.Plan(in)
 	if err != nil {
 		return err
@@ -219,7 +227,7 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 		// Planned again with the config of the image as it is now: it
 		// may have been pulled, or pulled anew, since the plan (a pull
 		// forgets the image read before it).
-		if err := p.finish(img.Config); err != nil {
+		if err := e.finish(ctx, p, img); err != nil {
 			return "", fmt.Errorf("creating container %s: %w", spec.Name, err)
 		}
 	}
@@ -318,7 +326,7 @@ func (e *Engine) Start(ctx context.Context, ref string) error {
 		case containerdapi.TaskRunning, containerdapi.TaskPaused, containerdapi.TaskPausing:
 			return nil
 		case containerdapi.TaskStopped:
-			if _, err = e.C.TaskDelete(ctx, ctr.ID); err == nil || errors.Is(err, containerdapi.ErrNotFound) {
+			if err = e.taskDelete(ctx, ctr.ID); err == nil {
 				err = e.newTask(ctx, ctr)
 			}
 		}
@@ -330,10 +338,13 @@ func (e *Engine) Start(ctx context.Context, ref string) error {
 	if fi, err := os.Stat(e.logFile(ctr.ID)); err == nil {
 		offset = fi.Size() // seen through the waiter's bind; phase 1 sees none
 	}
+	// Read before the start is sent: a quick run can exit before its
+	// answer comes back, and its exit is dated on the same (the host's)
+	// clock.
+	started := e.clock()
 	if _, err := e.C.TaskStart(ctx, ctr.ID); err != nil {
 		return e.startFailed(ctx, ref, ctr.ID, err)
 	}
-	started := e.clock()
 	e.mu.Lock()
 	if e.runs == nil {
 		e.runs = map[string]run{}

@@ -127,7 +127,8 @@ func (e *Engine) findSelf(ctx context.Context, override string) (engine.Self, er
 // errNotRunning is a container found whose task does not run.
 var errNotRunning = errors.New("its task does not run")
 
-// running returns the container ref names, if its task runs.
+// running returns the container ref names, if its task runs (or may:
+// see mayRun).
 func (e *Engine) running(ctx context.Context, ref string) (containerdapi.Container, error) {
 	ctr, err := e.findAction(ctx, ref)
 	if err != nil {
@@ -140,7 +141,7 @@ func (e *Engine) running(ctx context.Context, ref string) (containerdapi.Contain
 	if err != nil {
 		return ctr, err
 	}
-	if t.Status != containerdapi.TaskRunning {
+	if !mayRun(t.Status) {
 		return ctr, errNotRunning
 	}
 	return ctr, nil
@@ -164,7 +165,7 @@ func (e *Engine) findAction(ctx context.Context, ref string) (containerdapi.Cont
 	return e.find(ctx, ref)
 }
 
-// byUpperdir returns the container with a running task whose snapshot's
+// byUpperdir returns the container with a running task (see mayRun) whose snapshot's
 // upperdir is upper.
 func (e *Engine) byUpperdir(ctx context.Context, upper string) (containerdapi.Container, error) {
 	tasks, err := e.C.TaskList(ctx, "")
@@ -172,7 +173,7 @@ func (e *Engine) byUpperdir(ctx context.Context, upper string) (containerdapi.Co
 		return containerdapi.Container{}, err
 	}
 	for _, t := range tasks {
-		if t.Status != containerdapi.TaskRunning {
+		if !mayRun(t.Status) {
 			continue
 		}
 		ctr, err := e.C.ContainerGet(ctx, t.ID)

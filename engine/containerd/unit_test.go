@@ -505,7 +505,7 @@ func TestEnginePlanFallback(t *testing.T) {
 			if p.Pending == "" || p.Spec != nil {
 				t.Fatalf("Plan() of a missing image = %+v, want it pending", p)
 			}
-			if err := p.finish(fb); err != nil {
+			if err := e.finish(testCtx(t), p, containerdapi.ResolvedImage{Config: fb}); err != nil {
 				t.Fatal(err)
 			}
 			if diff := linediff.Lines(tc.args, p.Spec.Process.Args); diff != "" {
@@ -678,7 +678,7 @@ func TestListStates(t *testing.T) {
 	}
 	want := []string{
 		"stopped ran=true running=false state=stopped",
-		"unknown ran=false running=false state=" + containerdapi.TaskUnknown.String(),
+		"unknown ran=false running=true state=" + containerdapi.TaskUnknown.String(),
 		"created ran=false running=false state=created",
 		"paused ran=true running=true state=paused",
 		"none ran=false running=false state=no task",

@@ -1,6 +1,7 @@
 package containerd
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
@@ -218,10 +220,79 @@ func (e *Engine) Tell(ctx context.Context, line []byte) error {
 		e.own = own
 		e.mu.Unlock()
 	}
-	if _, err := e.C.ContainerSetLabel(ctx, own, LabelSaid, string(line[:min(len(line), maxSaid)])); err != nil {
+	if _, err := e.C.ContainerSetLabel(ctx, own, LabelSaid, fitSaid(line, maxSaid)); err != nil {
 		return fmt.Errorf("telling phase 1: %w", err)
 	}
 	return nil
+}
+
+// fitSaid is line in at most limit bytes of valid UTF-8. A JSON object
+// stays one: its longest strings are shortened (ending in "…") until it
+// fits, so that what phase 1 reads of it, such as its msg, is kept (its
+// members then come in the order of their names). Anything else is cut
+// at a rune's start.
+func fitSaid(line []byte, limit int) string {
+	if len(line) <= limit {
+		return string(line)
+	}
+	var obj map[string]any
+	d := json.NewDecoder(bytes.NewReader(line))
+	d.UseNumber()
+	if d.Decode(&obj) == nil {
+		// The longest cut of each string that fits, found by bisection.
+		best := ""
+		for lo, hi := minKeep, limit; lo <= hi; {
+			keep := (lo + hi) / 2
+			if out, err := json.Marshal(shorten(obj, keep)); err == nil && len(out) <= limit {
+				best, lo = string(out), keep+1
+			} else {
+				hi = keep - 1
+			}
+		}
+		if best != "" {
+			return best
+		}
+	}
+	return cutRunes(string(line), limit)
+}
+
+// minKeep is the least fitSaid leaves of a string.
+const minKeep = 16
+
+// cutRunes is s cut to at most limit bytes, at a rune's start.
+func cutRunes(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	for limit > 0 && !utf8.RuneStart(s[limit]) {
+		limit--
+	}
+	return s[:limit]
+}
+
+// shorten shortens a JSON value's strings, at any depth, to at most keep
+// bytes each.
+func shorten(v any, keep int) any {
+	switch v := v.(type) {
+	case string:
+		if len(v) <= keep {
+			return v
+		}
+		return cutRunes(v, keep-len("…")) + "…"
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = shorten(x, keep)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = shorten(x, keep)
+		}
+		return out
+	}
+	return v
 }
 
 // cgroupID is the ID in the cgroup paths of cgroup (/proc/self/cgroup)
@@ -272,10 +343,10 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 
 // waitTask waits for container id's task to exit. A wait that breaks
 // without an answer (the daemon restarting) is asked again, for
-// engineLost at most; one the daemon refuses while the task still runs,
-// after a second. One refused because the task was deleted meanwhile
-// (tink-agent deletes the action's right after its exit, and the wait
-// breaks off with the shim) is ErrNotFound.
+// engineLost at most; one the daemon refuses while the task still runs
+// (or may: see mayRun), after a second. One refused because the task was
+// deleted meanwhile (tink-agent deletes the action's right after its
+// exit, and the wait breaks off with the shim) is ErrNotFound.
 func (e *Engine) waitTask(ctx context.Context, id, what string) (containerdapi.Exit, error) {
 	var lostSince time.Time
 	for {
@@ -299,7 +370,7 @@ func (e *Engine) waitTask(ctx context.Context, id, what string) (containerdapi.E
 				// broken off): it has exited.
 				return exit, fmt.Errorf("waiting for %s: %w (%w)", what, gerr, err)
 			}
-			if gerr != nil || t.Status != containerdapi.TaskRunning {
+			if gerr != nil || !mayRun(t.Status) {
 				return exit, fmt.Errorf("waiting for %s: %w", what, err)
 			}
 		}

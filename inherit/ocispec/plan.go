@@ -29,10 +29,16 @@
 //     image's Env with a container's.
 //   - process.cwd and process.user: the user image's, unless the action's
 //     differ from what its image gave (then the operator set them, and
-//     they travel). A user image's USER must be empty, root, 0 or a
-//     numeric uid:gid (else ErrUser): a name or a lone uid needs the
-//     image's /etc/passwd, which a plan cannot read, and for the same
-//     reason the user's supplementary groups are its own group alone.
+//     they travel). A user image's USER is resolved as runc's callers
+//     (Docker, containerd's WithUser) resolve it: empty is root, and a
+//     numeric uid:gid is itself, each with its own group alone; a user
+//     by name, or a uid alone, is looked up in the image's /etc/passwd
+//     (a uid that is not there is itself, in group 0), and its
+//     additional groups are those of the image's /etc/group that list
+//     it by name; a group by name is looked up in /etc/group. The plan
+//     does not read files: the engine gives it the image's /etc/passwd
+//     and /etc/group (Input.UserDB) when NeedsUserDB says the USER needs
+//     them. A name that is not there is ErrUser.
 //   - root.path: "rootfs"; linux.cgroupsPath: /<namespace>/<id> of the
 //     new container.
 //   - network: with no network namespace in the action's spec, the user
@@ -88,6 +94,9 @@ type Input struct {
 	// UserImageRef its name, for messages.
 	UserImage    ImageConfig
 	UserImageRef string
+	// UserDB is the user image's /etc/passwd and /etc/group, which its
+	// USER needs when NeedsUserDB says so; nil when not read.
+	UserDB *UserDB
 	// ImageDefault runs the user image's own ENTRYPOINT and CMD, whatever
 	// the action's command: the fallback's, when its image is set without
 	// a command.
@@ -123,9 +132,10 @@ var (
 	// ErrNoDefault is a user image with neither ENTRYPOINT nor CMD,
 	// asked for its own default command.
 	ErrNoDefault = errors.New("no command: the image has no ENTRYPOINT or CMD of its own to run")
-	// ErrUser is a user image whose USER needs the image's /etc/passwd
-	// or /etc/group to become numbers.
-	ErrUser = errors.New("only a numeric uid:gid, root or 0 can be used without the image's /etc/passwd")
+	// ErrUser is a user image whose USER cannot be resolved: a user or
+	// group by name that its /etc/passwd or /etc/group does not have, or
+	// an ID beyond runc's limit.
+	ErrUser = errors.New("cannot be resolved")
 )
 
 // defaultEnv is the Env containerd gives a container whose image has
@@ -162,7 +172,7 @@ func Plan(in Input) (Spec, error) {
 	if dir(p.Cwd) == dir(in.Image.WorkingDir) {
 		p.Cwd = dir(in.UserImage.WorkingDir)
 	}
-	if p.User, err = user(p.User, in.Image.User, in.UserImage.User); err != nil {
+	if p.User, err = user(p.User, in.Image.User, in.UserImage.User, in.UserDB); err != nil {
 		return Spec{}, fmt.Errorf("user image %s: USER %q: %w", in.UserImageRef, in.UserImage.User, err)
 	}
 	s.Process = &p
@@ -306,20 +316,32 @@ func dir(d string) string {
 }
 
 // user returns the user container's user: the action's, if it is not the
-// one its image gave, else the user image's. The user image's
-// supplementary groups would come from its /etc/group: the user's own
-// group stands for them.
-func user(action User, imageUser, userImageUser string) (User, error) {
+// one its image gave, else the user image's (see imageUser).
+func user(action User, imageUser, userImageUser string, db *UserDB) (User, error) {
 	if img, err := numericUser(imageUser); err != nil || img.UID != action.UID || img.GID != action.GID {
 		return action, nil // set by the operator, or not to be told apart
 	}
-	u, err := numericUser(userImageUser)
+	u, err := imageUserOf(userImageUser, db)
 	if err != nil {
 		return User{}, err
 	}
-	u.AdditionalGids = []uint32{u.GID}
 	u.Rest = action.Rest
 	return u, nil
+}
+
+// imageUserOf is the user an image's USER runs as. One that needs no
+// files (see NeedsUserDB) has its own group alone; else db must hold
+// the image's files.
+func imageUserOf(spec string, db *UserDB) (User, error) {
+	if !NeedsUserDB(spec) {
+		u, err := numericUser(spec)
+		u.AdditionalGids = []uint32{u.GID}
+		return u, err
+	}
+	if db == nil {
+		return User{}, fmt.Errorf("%w: the image's /etc/passwd and /etc/group were not read", ErrUser)
+	}
+	return db.lookup(spec)
 }
 
 // numericUser reads an image's USER that needs no /etc/passwd: none

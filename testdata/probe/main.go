@@ -1,6 +1,6 @@
 // Command probe is the end-to-end tests' user image: it records exactly
-// what it received (arguments, environment, namespaces, mounts) as JSON
-// in <PROBE_DIR or /out>/<PROBE_NAME or "probe">.json (its effective
+// what it received (arguments, environment, namespaces, mounts, user and
+// groups) as JSON in <PROBE_DIR or /out>/<PROBE_NAME or "probe">.json (its effective
 // capabilities and device count too), prints it, and exits with
 // PROBE_EXIT (default 0), after sleeping PROBE_SLEEP seconds (default 0).
 // Its own arguments, for the tests of retries and fallbacks: --exit=N
@@ -28,6 +28,8 @@ type report struct {
 	Namespace map[string]string `json:"namespaces"`
 	Mounts    []string          `json:"mounts"`
 	UID       int               `json:"uid"`
+	GID       int               `json:"gid"`
+	Groups    []int             `json:"groups"`  // the additional groups
 	CapEff    string            `json:"cap_eff"` // /proc/self/status's CapEff
 	Devices   int               `json:"devices"` // device files directly under /dev
 	Cwd       string            `json:"cwd"`
@@ -37,6 +39,8 @@ type report struct {
 func main() {
 	r := report{Args: os.Args, Env: os.Environ(), UID: os.Getuid(), Started: time.Now().UTC(), Namespace: map[string]string{}}
 	r.Hostname, _ = os.Hostname()
+	r.GID = os.Getgid()
+	r.Groups, _ = os.Getgroups()
 	r.Cwd, _ = os.Getwd()
 	for _, ns := range []string{"pid", "net", "ipc", "uts"} {
 		r.Namespace[ns], _ = os.Readlink("/proc/self/ns/" + ns)

@@ -1,0 +1,118 @@
+package containerd
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+)
+
+// The files of an image that its USER is resolved from.
+const (
+	etcPasswd = "etc/passwd"
+	etcGroup  = "etc/group"
+)
+
+// maxUserFile bounds an /etc/passwd or /etc/group read from a layer.
+const maxUserFile = 1 << 20
+
+// userDB reads the image's /etc/passwd and /etc/group from its layers
+// in the content store, as the image's file system has them: from the
+// top layer down, each file taken from the first layer that has it, or
+// gone with the first that whites it out (or makes /etc opaque). Each
+// image is read once.
+func (e *Engine) userDB(ctx context.Context, img containerdapi.ResolvedImage) (*ocispec.UserDB, error) {
+	key := img.Manifest.Config.Digest
+	e.mu.Lock()
+	db, ok := e.userDBs[key]
+	e.mu.Unlock()
+	if ok {
+		return db, nil
+	}
+	files := map[string][]byte{}
+	settled := map[string]bool{}
+	for i := len(img.Manifest.Layers) - 1; i >= 0 && len(settled) < 2; i-- {
+		if err := e.scanLayer(ctx, img.Manifest.Layers[i], files, settled); err != nil {
+			return nil, fmt.Errorf("reading /etc/passwd and /etc/group from image %s: layer %s: %w", img.Image.Name, img.Manifest.Layers[i].Digest, err)
+		}
+	}
+	db = &ocispec.UserDB{Passwd: files[etcPasswd], Group: files[etcGroup]}
+	e.mu.Lock()
+	if e.userDBs == nil {
+		e.userDBs = map[string]*ocispec.UserDB{}
+	}
+	e.userDBs[key] = db
+	e.mu.Unlock()
+	return db, nil
+}
+
+// errLink is a file of the user database that a layer has as a link,
+// which is not followed.
+var errLink = errors.New("is a link, which waitdaemon does not follow")
+
+// scanLayer reads layer d for the files not yet settled: one it holds is
+// read into files, one it whites out is gone; with /etc opaque (or
+// whited out), those it does not hold are gone too. It stops reading
+// once both are settled.
+func (e *Engine) scanLayer(ctx context.Context, d containerdapi.Descriptor, files map[string][]byte, settled map[string]bool) error {
+	if strings.Contains(d.MediaType, "zstd") {
+		return fmt.Errorf("media type %s: only tar and gzip layers are read", d.MediaType)
+	}
+	blob, err := e.C.ContentReader(ctx, d.Digest)
+	if err != nil {
+		return err
+	}
+	defer blob.Close()
+	var r io.Reader = blob
+	if strings.Contains(d.MediaType, "gzip") {
+		zr, err := gzip.NewReader(blob)
+		if err != nil {
+			return err
+		}
+		r = zr
+	}
+	opaque := false
+	tr := tar.NewReader(r)
+	for len(settled) < 2 {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		name := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
+		dir, base := path.Split(name)
+		switch {
+		case name == ".wh.etc", name == "etc/.wh..wh..opq":
+			opaque = true
+		case dir == "etc/" && strings.HasPrefix(base, ".wh."):
+			if f := "etc/" + strings.TrimPrefix(base, ".wh."); (f == etcPasswd || f == etcGroup) && !settled[f] {
+				settled[f] = true
+			}
+		case (name == etcPasswd || name == etcGroup) && !settled[name]:
+			if h.Typeflag != tar.TypeReg {
+				return fmt.Errorf("/%s %w", name, errLink)
+			}
+			data, err := io.ReadAll(io.LimitReader(tr, maxUserFile+1))
+			if err != nil {
+				return err
+			}
+			if len(data) > maxUserFile {
+				return fmt.Errorf("/%s is larger than %d bytes", name, maxUserFile)
+			}
+			files[name], settled[name] = data, true
+		}
+	}
+	if opaque {
+		settled[etcPasswd], settled[etcGroup] = true, true
+	}
+	return nil
+}

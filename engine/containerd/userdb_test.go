@@ -1,0 +1,172 @@
+package containerd
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/waitdaemon/waitdaemon/containerdapi"
+	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+)
+
+// layer is a layer's tar of files (name: content; "link:" makes a
+// symbolic link), gzipped when zip.
+func layer(t *testing.T, zip bool, files ...[2]string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, f := range files {
+		h := &tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}
+		if strings.HasSuffix(f[0], "/") {
+			h.Name, h.Typeflag, h.Mode = strings.TrimSuffix(f[0], "/"), tar.TypeDir, 0o755
+		}
+		if target, ok := strings.CutPrefix(f[1], "link:"); ok {
+			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, target, 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg && f[1] != "" {
+			_, _ = tw.Write([]byte(f[1]))
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !zip {
+		return b.Bytes()
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	_, _ = zw.Write(b.Bytes())
+	_ = zw.Close()
+	return z.Bytes()
+}
+
+// TestUserDB reads an image's /etc/passwd and /etc/group from its layers
+// as its file system has them, from the top layer down, gzipped or not:
+// the top layer's file wins, a whiteout or an opaque /etc hides what is
+// below, reading stops once both are known, and a link is an error.
+func TestUserDB(t *testing.T) {
+	const gz, plain = "application/vnd.docker.image.rootfs.diff.tar.gzip", "application/vnd.oci.image.layer.v1.tar"
+	base := layer(t, true, [2]string{"etc/", ""}, [2]string{"etc/passwd", "root:x:0:0::/:/bin/sh\n"}, [2]string{"./etc/group", "root:x:0:\n"})
+	cases := []struct {
+		name                  string
+		layers                [][]byte // bottom first
+		types                 []string
+		wantPasswd, wantGroup string
+		wantAbsent            string // "passwd", "group", "both"
+		wantReads             int
+		wantErr               string
+	}{
+		{name: "one layer", layers: [][]byte{base}, types: []string{gz}, wantPasswd: "root:x:0:0::/:/bin/sh\n", wantGroup: "root:x:0:\n", wantReads: 1},
+		{name: "the top layer's passwd, a group below", layers: [][]byte{base, layer(t, false, [2]string{"etc/passwd", "probe:x:1:1::/:/x\n"})}, types: []string{gz, plain},
+			wantPasswd: "probe:x:1:1::/:/x\n", wantGroup: "root:x:0:\n", wantReads: 2},
+		{name: "the group whited out", layers: [][]byte{base, layer(t, false, [2]string{"etc/.wh.group", ""}, [2]string{"etc/passwd", "p:x:1:1::/:/x\n"})}, types: []string{gz, plain},
+			wantPasswd: "p:x:1:1::/:/x\n", wantAbsent: "group", wantReads: 1},
+		{name: "/etc opaque", layers: [][]byte{base, layer(t, true, [2]string{"etc/.wh..wh..opq", ""}, [2]string{"etc/hostname", "x"})}, types: []string{gz, gz},
+			wantAbsent: "both", wantReads: 1},
+		{name: "passwd whited out, another file too", layers: [][]byte{base, layer(t, false, [2]string{"etc/.wh.hostname", ""}, [2]string{"etc/.wh.passwd", ""})}, types: []string{gz, plain},
+			wantGroup: "root:x:0:\n", wantAbsent: "passwd", wantReads: 2},
+		{name: "read no further once both are known", layers: [][]byte{append(layer(t, false, [2]string{"etc/passwd", "p:x:1:1::/:/x\n"}, [2]string{"etc/group", "g:x:1:\n"})[:2048], bytes.Repeat([]byte{'x'}, 512)...)}, types: []string{plain},
+			wantPasswd: "p:x:1:1::/:/x\n", wantGroup: "g:x:1:\n", wantReads: 1},
+		{name: "a passwd of the largest size", layers: [][]byte{layer(t, true, [2]string{"etc/passwd", strings.Repeat("#", maxUserFile)}, [2]string{"etc/group", ""})}, types: []string{gz},
+			wantPasswd: strings.Repeat("#", maxUserFile), wantReads: 1},
+		{name: "a passwd too large", layers: [][]byte{layer(t, true, [2]string{"etc/passwd", strings.Repeat("#", maxUserFile+1)})}, types: []string{gz}, wantErr: "/etc/passwd is larger than 1048576 bytes", wantReads: 1},
+		{name: "none", layers: [][]byte{layer(t, false, [2]string{"probe", "#!"})}, types: []string{plain}, wantAbsent: "both", wantReads: 1},
+		{name: "a link", layers: [][]byte{layer(t, false, [2]string{"etc/passwd", "link:/x"})}, types: []string{plain}, wantErr: "/etc/passwd is a link", wantReads: 1},
+		{name: "zstd", layers: [][]byte{base}, types: []string{"application/vnd.oci.image.layer.v1.tar+zstd"}, wantErr: "only tar and gzip", wantReads: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var reads []reply
+			var img containerdapi.ResolvedImage
+			img.Image.Name = "docker.io/library/probe:1"
+			img.Manifest.Config.Digest = "sha256:c0"
+			for i := len(tc.layers) - 1; i >= 0; i-- {
+				reads = append(reads, reply{msg: `{"data":{"base64":"` + base64.StdEncoding.EncodeToString(tc.layers[i]) + `"}}`})
+			}
+			for i := range tc.layers {
+				img.Manifest.Layers = append(img.Manifest.Layers, containerdapi.Descriptor{MediaType: tc.types[i], Digest: "sha256:l" + string(rune('0'+i))})
+			}
+			e, d := newFake(t, map[string][]reply{"Content/Read": reads})
+			db, err := e.userDB(testCtx(t), img)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), img.Image.Name) {
+					t.Errorf("userDB() = %+v, %v; want an error naming the image, saying %q", db, err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			} else {
+				if got := string(db.Passwd); got != tc.wantPasswd || (db.Passwd == nil) != (tc.wantAbsent == "passwd" || tc.wantAbsent == "both") {
+					t.Errorf("passwd %q (nil %v), want %q", got, db.Passwd == nil, tc.wantPasswd)
+				}
+				if got := string(db.Group); got != tc.wantGroup || (db.Group == nil) != (tc.wantAbsent == "group" || tc.wantAbsent == "both") {
+					t.Errorf("group %q (nil %v), want %q", got, db.Group == nil, tc.wantGroup)
+				}
+				if again, err := e.userDB(testCtx(t), img); err != nil || again != db {
+					t.Errorf("userDB() again = %p, %v; want the first read's %p", again, err, db)
+				}
+			}
+			if n := d.count("Content/Read"); n != tc.wantReads {
+				t.Errorf("%d layers read, want %d", n, tc.wantReads)
+			}
+		})
+	}
+}
+
+// TestFinishUserDB: a user image whose USER is a name is planned with the
+// user its layers' /etc/passwd and /etc/group give; one whose files
+// cannot be read fails the plan, naming the image; a numeric uid:gid
+// reads no layer.
+func TestFinishUserDB(t *testing.T) {
+	const gz = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+	files := layer(t, true, [2]string{"etc/passwd", "root:x:0:0::/:/x\nprobe:x:1234:1234::/:/x\n"}, [2]string{"etc/group", "extra:x:2000:probe\n"})
+	cases := []struct {
+		name, user string
+		layer      []byte
+		mediaType  string
+		wantUser   string
+		wantErr    string
+		wantReads  int
+	}{
+		{name: "a name", user: "probe", layer: files, mediaType: gz, wantUser: `{"uid":1234,"gid":1234,"additionalGids":[1234,2000]}`, wantReads: 1},
+		{name: "uid:gid", user: "5:6", layer: files, mediaType: gz, wantUser: `{"uid":5,"gid":6,"additionalGids":[6]}`},
+		{name: "unreadable", user: "probe", layer: files, mediaType: "application/vnd.oci.image.layer.v1.tar+zstd", wantErr: "reading /etc/passwd and /etc/group from image docker.io/library/probe:1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, d := newFake(t, map[string][]reply{"Content/Read": {{msg: `{"data":{"base64":"` + base64.StdEncoding.EncodeToString(tc.layer) + `"}}`}}})
+			act := recordedAction(t, "reboot.json")
+			p := &planned{in: &ocispec.Input{
+				Spec: act.Detail.(*self).spec, Image: ocispec.ImageConfig{Entrypoint: []string{"/waitdaemon", "action", "--"}},
+				UserImageRef: "probe:1", Namespace: namespace, ID: "user-1",
+			}}
+			var img containerdapi.ResolvedImage
+			img.Image.Name = "docker.io/library/probe:1"
+			img.Config.Config.User, img.Config.Config.Entrypoint = tc.user, []string{"/probe"}
+			img.Manifest.Config.Digest = "sha256:c1"
+			img.Manifest.Layers = []containerdapi.Descriptor{{MediaType: tc.mediaType, Digest: "sha256:l1"}}
+			err := e.finish(testCtx(t), p, img)
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("finish() = %v, want an error saying %q", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			default:
+				if got, _ := json.Marshal(p.Spec.Process.User); string(got) != tc.wantUser {
+					t.Errorf("user %s, want %s", got, tc.wantUser)
+				}
+			}
+			if n := d.count("Content/Read"); n != tc.wantReads {
+				t.Errorf("%d layers read, want %d", n, tc.wantReads)
+			}
+		})
+	}
+}

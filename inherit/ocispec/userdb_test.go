@@ -1,0 +1,72 @@
+package ocispec
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestPlanImageUser resolves a user image's USER from its /etc/passwd
+// and /etc/group as runc's callers do (Docker, containerd's WithUser):
+// a name or a uid alone through /etc/passwd, its additional groups from
+// /etc/group, an explicit group as given; a uid that /etc/passwd lacks is
+// itself in group 0; a name that it lacks is ErrUser. e2e's
+// TestImageUser holds Docker and containerd to the same for real images.
+func TestPlanImageUser(t *testing.T) {
+	passwd := "root:x:0:0:root:/root:/bin/sh\n# a comment\n\nnonroot:x:65532:65532::/home/nonroot:/sbin/nologin\nprobe:x:1234:1234::/:/bin/false\nbroken:x:y:z\n"
+	group := "root:x:0:root\nwheel:x:10:root,probe\nnonroot:x:65532:\nprobe:x:1234:\nextra:x:2000:probe,nonroot\nbad:x:q:probe\n"
+	db := &UserDB{Passwd: []byte(passwd), Group: []byte(group)}
+	scratch := &UserDB{}
+	root := User{AdditionalGids: []uint32{0}}
+	cases := []struct {
+		name     string
+		spec     string
+		db       *UserDB
+		want     User
+		wantErr  error
+		inReason string
+	}{
+		{name: "a uid alone: its group and groups", spec: "65532", db: db, want: User{UID: 65532, GID: 65532, AdditionalGids: []uint32{65532, 2000}}},
+		{name: "a uid alone, no /etc/passwd: group 0", spec: "65532", db: scratch, want: User{UID: 65532, AdditionalGids: []uint32{0}}},
+		{name: "a uid not in /etc/passwd: group 0", spec: "4242", db: db, want: User{UID: 4242, AdditionalGids: []uint32{0}}},
+		{name: "a name", spec: "probe", db: db, want: User{UID: 1234, GID: 1234, AdditionalGids: []uint32{1234, 10, 2000}}},
+		{name: "root by name", spec: "root", db: db, want: User{AdditionalGids: []uint32{0, 0, 10}}},
+		{name: "uid 0", spec: "0", db: db, want: User{AdditionalGids: []uint32{0, 0, 10}}},
+		{name: "a name and a group by name: that group alone", spec: "probe:extra", db: db, want: User{UID: 1234, GID: 2000, AdditionalGids: []uint32{2000}}},
+		{name: "a name and a gid not in /etc/group", spec: "probe:3000", db: db, want: User{UID: 1234, GID: 3000, AdditionalGids: []uint32{3000}}},
+		{name: "a uid and a group by name", spec: "1000:wheel", db: db, want: User{UID: 1000, GID: 10, AdditionalGids: []uint32{10}}},
+		{name: "root:root", spec: "root:root", db: db, want: root},
+		{name: "a name not in /etc/passwd", spec: "nobody", db: db, wantErr: ErrUser, inReason: "no user nobody"},
+		{name: "a name, no /etc/passwd", spec: "root", db: scratch, wantErr: ErrUser, inReason: "no user root"},
+		{name: "a group not in /etc/group", spec: "1000:users", db: db, wantErr: ErrUser, inReason: "no group users"},
+		{name: "a uid beyond runc's limit", spec: "2147483648", db: db, wantErr: ErrUser, inReason: "uid 2147483648"},
+		{name: "a gid beyond runc's limit", spec: "probe:2147483648", db: db, wantErr: ErrUser, inReason: "gid 2147483648"},
+		{name: "files not read", spec: "probe", wantErr: ErrUser, inReason: "not read"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base(t)
+			in.Spec.Process.User = root
+			in.UserImage.User, in.UserDB = tc.spec, tc.db
+			out, err := Plan(in)
+			if !errors.Is(err, tc.wantErr) || err != nil && (!strings.Contains(err.Error(), tc.inReason) || !strings.Contains(err.Error(), `USER "`+tc.spec+`"`)) {
+				t.Fatalf("Plan() error = %v, want %v saying %q and naming the USER", err, tc.wantErr, tc.inReason)
+			}
+			if err == nil {
+				is(t, "user", out.Process.User, tc.want)
+			}
+		})
+	}
+}
+
+// TestNeedsUserDB: only a name or a uid alone needs the image's files.
+func TestNeedsUserDB(t *testing.T) {
+	for spec, want := range map[string]bool{
+		"": false, "1000:1000": false, "0:0": false, "2147483648:0": false,
+		"65532": true, "0": true, "root": true, "nonroot": true, "1000:users": true, "root:0": true,
+	} {
+		if got := NeedsUserDB(spec); got != want {
+			t.Errorf("NeedsUserDB(%q) = %v, want %v", spec, got, want)
+		}
+	}
+}
