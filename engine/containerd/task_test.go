@@ -43,7 +43,7 @@ func TestUnknownTaskMayRun(t *testing.T) {
 	unknown := reply{msg: `{"process":{"container_id":"act","status":0}}`}
 	t.Run("self", func(t *testing.T) {
 		e, _ := newFake(t, map[string][]reply{
-			"Containers/Get": {{msg: `{"container":{"id":"act","spec":{"type_url":"types.containerd.io/opencontainers/runtime-spec/1/Spec","base64":"eyJvY2lWZXJzaW9uIjoiMS4wLjIifQ=="}}}`}},
+			"Containers/Get": {{msg: `{"container":{"id":"act","snapshotter":"overlayfs","spec":{"type_url":"types.containerd.io/opencontainers/runtime-spec/1/Spec","base64":"eyJvY2lWZXJzaW9uIjoiMS4wLjIifQ=="}}}`}},
 			"Tasks/Get":      {unknown},
 		})
 		s, err := e.Self(testCtx(t), "act")
