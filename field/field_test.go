@@ -244,13 +244,6 @@ if [ "$RUNTIME" = containerd ]; then
 		[ $n = 120 ] && { echo "FIELD-ENGINE-DOWN"; systemctl status containerd --no-pager | tail -20; }
 	done
 	echo "FIELD-ENGINE-UP"
-	# tools/tinkagent pulls without containerd's certs.d, where the agent
-	# pulls with it: pull the action's image as the agent would.
-	for i in 1 2 3 4 5; do
-		ctr -n tinkerbell images pull --hosts-dir /etc/containerd/certs.d "$ACTION_IMAGE" >/tmp/pull.log 2>&1 && break
-		echo "FIELD-PULL-FAILED $ACTION_IMAGE: $(tail -2 /tmp/pull.log)"
-		sleep 2
-	done
 else
 	until docker version >/dev/null 2>&1; do
 		sleep 0.5
@@ -303,7 +296,6 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 	if sc.OS == "captainos" {
 		env = "RUNTIME=containerd\nSOCKET=/run/containerd/containerd.sock\n"
 	}
-	env += "ACTION_IMAGE=" + images["waitdaemon"] + "\n"
 	if sc.MountTarget {
 		env += "MOUNT_TARGET=1\n"
 	}

@@ -191,7 +191,8 @@ func NewScenario(name, os, text string) (Scenario, error) {
 }
 
 // Scenarios is every template of the docs, on each OS it is for, and the
-// field's own: an action killed at its timeout, and a kexec that fails.
+// field's own: an action killed at its timeout, a kexec that fails, and
+// busybox's reboot on systemd.
 func Scenarios(repo string) ([]Scenario, error) {
 	scs, err := Templates(repo)
 	if err != nil {
@@ -243,5 +244,26 @@ func Scenarios(repo string) ([]Scenario, error) {
 		fails.Want = Reset
 		scs = append(scs, fails)
 	}
-	return scs, nil
+	// busybox's reboot, a SIGTERM to systemd, which re-executes itself:
+	// WAITDAEMON_DOWN_WITHIN catches it, and the fallback takes the
+	// machine down.
+	stays, err := NewScenario("busybox reboot", "captainos", `- name: reboot
+  image: waitdaemon:latest
+  timeout: 90
+  command: ["reboot"]
+  namespaces:
+    pid: host
+  environment:
+    IMAGE: alpine:3.20
+    WAIT_SECONDS: 10
+    WAITDAEMON_DOWN_WITHIN: 30
+    WAITDAEMON_FALLBACK_COMMAND: '["reboot", "-f"]'
+  volumes:
+    - /run/containerd/containerd.sock:/run/containerd/containerd.sock
+`)
+	if err != nil {
+		return nil, err
+	}
+	stays.Name = "busybox reboot to systemd, caught by WAITDAEMON_DOWN_WITHIN, falls back to reboot -f"
+	return append(scs, stays), nil
 }
