@@ -410,6 +410,9 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 			return fail("the next boot finds no result: %v", err)
 		}
 		t.Logf("%s on the target disk: %s", sc.Result, data)
+		if err := CheckResult(sc.Want, data); err != nil {
+			return fail("%v", err)
+		}
 	}
 	return row
 }

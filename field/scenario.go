@@ -2,6 +2,7 @@ package field
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -266,4 +267,45 @@ func Scenarios(repo string) ([]Scenario, error) {
 	}
 	stays.Name = "busybox reboot to systemd, caught by WAITDAEMON_DOWN_WITHIN, falls back to reboot -f"
 	return append(scs, stays), nil
+}
+
+// CheckResult reads the result file the next boot finds after a
+// scenario that wanted want: the run that took the machine down is
+// marked running and not ended, the kexec's attempt or, after a reset,
+// the fallback.
+func CheckResult(want string, data []byte) error {
+	type run struct {
+		ExitCode int  `json:"exit_code"`
+		Ended    bool `json:"ended"`
+	}
+	var r struct {
+		State    string `json:"state"`
+		Attempts []run  `json:"attempts"`
+		Fallback *run   `json:"fallback"`
+		BootID   string `json:"boot_id"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("the result file: %w", err)
+	}
+	if r.State != "running" || r.BootID == "" || len(r.Attempts) == 0 {
+		return fmt.Errorf("the result file: state %q, boot_id %q, %d attempts; want running, a boot ID and an attempt", r.State, r.BootID, len(r.Attempts))
+	}
+	down := r.Attempts[len(r.Attempts)-1]
+	if want == Reset {
+		if r.Fallback == nil {
+			return fmt.Errorf("the result file has no fallback; want the fallback's reboot under way")
+		}
+		for _, a := range r.Attempts {
+			if !a.Ended || a.ExitCode == 0 {
+				return fmt.Errorf("the result file: an attempt %+v before the fallback; want each ended and failed", a)
+			}
+		}
+		down = *r.Fallback
+	} else if r.Fallback != nil {
+		return fmt.Errorf("the result file has a fallback; want the %s's attempt the last run", want)
+	}
+	if down.Ended || down.ExitCode != -1 {
+		return fmt.Errorf("the result file: the last run %+v; want it not ended, exit code -1", down)
+	}
+	return nil
 }
