@@ -51,6 +51,7 @@ type field struct {
 	runner   []byte // tools/tinkagent, static
 	busybox  string
 	logs     string
+	logNames map[string]int // how many runs each log name has had
 }
 
 // Row is one line of the table `make field` prints.
@@ -124,7 +125,7 @@ func setUp(t *testing.T) *field {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	f := &field{repo: repo, images: map[string]Image{}, logs: os.Getenv("FIELD_LOGS")}
+	f := &field{repo: repo, images: map[string]Image{}, logs: os.Getenv("FIELD_LOGS"), logNames: map[string]int{}}
 	if f.logs == "" {
 		f.logs = filepath.Join(os.TempDir(), "waitdaemon-field")
 	}
@@ -316,7 +317,14 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 			t.Fatal(err)
 		}
 	}
-	logPath := filepath.Join(f.logs, strings.NewReplacer(" ", "_", "/", "_", "(", "", ")", "", ",", "").Replace(sc.OS+"_"+sc.Name)+".log")
+	base := strings.NewReplacer(" ", "_", "/", "_", "(", "", ")", "", ",", "").Replace(sc.OS + "_" + sc.Name)
+	// Two templates under one heading, with one action name, keep a log
+	// each.
+	f.logNames[base]++
+	if n := f.logNames[base]; n > 1 {
+		base += fmt.Sprintf("_%d", n)
+	}
+	logPath := filepath.Join(f.logs, base+".log")
 	log, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
