@@ -25,14 +25,14 @@ const KexecMarker = "FIELD-KEXEC"
 // /boot/vmlinuz, a small initrd as /boot/initrd.img (kexecInitrd), a
 // /boot/grub/grub.cfg whose first entry boots them with
 // field.kexec=second-kernel on the command line, and
-// /var/lib/waitdaemon, for a result file.
+// /var/log and /var/lib/waitdaemon, for a result file.
 func MakeTargetDisk(path, kernel, busybox string) error {
 	dir, err := os.MkdirTemp(filepath.Dir(path), "disk-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	for _, d := range []string{"boot/grub", "var/lib/waitdaemon"} {
+	for _, d := range []string{"boot/grub", "var/log", "var/lib/waitdaemon"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return err
 		}

@@ -51,6 +51,7 @@ type field struct {
 	runner   []byte // tools/tinkagent, static
 	busybox  string
 	logs     string
+	logNames map[string]int // how many runs each log name has had
 }
 
 // Row is one line of the table `make field` prints.
@@ -124,7 +125,7 @@ func setUp(t *testing.T) *field {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	f := &field{repo: repo, images: map[string]Image{}, logs: os.Getenv("FIELD_LOGS")}
+	f := &field{repo: repo, images: map[string]Image{}, logs: os.Getenv("FIELD_LOGS"), logNames: map[string]int{}}
 	if f.logs == "" {
 		f.logs = filepath.Join(os.TempDir(), "waitdaemon-field")
 	}
@@ -244,13 +245,6 @@ if [ "$RUNTIME" = containerd ]; then
 		[ $n = 120 ] && { echo "FIELD-ENGINE-DOWN"; systemctl status containerd --no-pager | tail -20; }
 	done
 	echo "FIELD-ENGINE-UP"
-	# tools/tinkagent pulls without containerd's certs.d, where the agent
-	# pulls with it: pull the action's image as the agent would.
-	for i in 1 2 3 4 5; do
-		ctr -n tinkerbell images pull --hosts-dir /etc/containerd/certs.d "$ACTION_IMAGE" >/tmp/pull.log 2>&1 && break
-		echo "FIELD-PULL-FAILED $ACTION_IMAGE: $(tail -2 /tmp/pull.log)"
-		sleep 2
-	done
 else
 	until docker version >/dev/null 2>&1; do
 		sleep 0.5
@@ -303,7 +297,6 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 	if sc.OS == "captainos" {
 		env = "RUNTIME=containerd\nSOCKET=/run/containerd/containerd.sock\n"
 	}
-	env += "ACTION_IMAGE=" + images["waitdaemon"] + "\n"
 	if sc.MountTarget {
 		env += "MOUNT_TARGET=1\n"
 	}
@@ -324,7 +317,14 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 			t.Fatal(err)
 		}
 	}
-	logPath := filepath.Join(f.logs, strings.NewReplacer(" ", "_", "/", "_", "(", "", ")", "", ",", "").Replace(sc.OS+"_"+sc.Name)+".log")
+	base := strings.NewReplacer(" ", "_", "/", "_", "(", "", ")", "", ",", "").Replace(sc.OS + "_" + sc.Name)
+	// Two templates under one heading, with one action name, keep a log
+	// each.
+	f.logNames[base]++
+	if n := f.logNames[base]; n > 1 {
+		base += fmt.Sprintf("_%d", n)
+	}
+	logPath := filepath.Join(f.logs, base+".log")
 	log, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -418,6 +418,9 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 			return fail("the next boot finds no result: %v", err)
 		}
 		t.Logf("%s on the target disk: %s", sc.Result, data)
+		if err := CheckResult(sc.Want, data); err != nil {
+			return fail("%v", err)
+		}
 	}
 	return row
 }

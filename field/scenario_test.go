@@ -1,6 +1,9 @@
 package field
 
 import (
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -49,5 +52,83 @@ func TestRename(t *testing.T) {
 	}
 	if _, err := Rename("- image: busybox:1\n"); err == nil {
 		t.Error("Rename of an image the field has not: no error")
+	}
+}
+
+// TestResultOnDevice: a template whose result file is on
+// WAITDAEMON_RESULT_DEVICE needs the target disk, not mounted on the
+// host, and the next boot reads the file at its path on that disk.
+func TestResultOnDevice(t *testing.T) {
+	sc, err := NewScenario("kexec", "hookos", `- name: kexec
+  image: waitdaemon:latest
+  environment:
+    BLOCK_DEVICE: /dev/sda1
+    FS_TYPE: ext4
+    IMAGE: quay.io/tinkerbell/actions/kexec:latest
+    WAITDAEMON_RESULT_DEVICE: /dev/sda1
+    WAITDAEMON_RESULT_FILE: /var/log/waitdaemon-kexec.json
+  volumes:
+    - /var/run/docker.sock:/var/run/docker.sock
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sc.Disk || sc.MountTarget || sc.Result != "/var/log/waitdaemon-kexec.json" || sc.Want != Kexec {
+		t.Errorf("got Disk %v, MountTarget %v, Result %q, Want %s; want a disk, not mounted, /var/log/waitdaemon-kexec.json, kexec", sc.Disk, sc.MountTarget, sc.Result, sc.Want)
+	}
+}
+
+// TestDefaultList: every template, and the field's kexec that fails,
+// is in the default list.
+func TestDefaultList(t *testing.T) {
+	scs, err := Scenarios("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range scs {
+		if sc.Skip != "" {
+			t.Errorf("%s on %s left out: %s", sc.Name, sc.OS, sc.Skip)
+		}
+	}
+}
+
+// TestCrc32c: the target disk's ext4 has metadata checksums, for which
+// the kernel asks the crypto API for crc32c, a module no depends line
+// names: each machine must load it, or mounting /dev/sda1 fails with
+// ENOENT.
+func TestCrc32c(t *testing.T) {
+	script, err := os.ReadFile("../scripts/field-image.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^modules_common="([^"]*)"`).FindSubmatch(script)
+	if m == nil {
+		t.Fatal("no modules_common in scripts/field-image.sh")
+	}
+	if !slices.Contains(strings.Fields(string(m[1])), "crc32c_generic") {
+		t.Errorf("modules_common %q: want crc32c_generic, for ext4's metadata_csum on both machines", m[1])
+	}
+}
+
+// TestCheckResult: the next boot's reading of the result file, on the
+// states docs/how-it-works.md shows.
+func TestCheckResult(t *testing.T) {
+	before := `{"action":"a","state":"running","exit_code":-1,"attempts":[{"attempt":1,"exit_code":-1,"ended":false}],"boot_id":"0b7e"}`
+	fallback := `{"action":"a","state":"running","exit_code":-1,"attempts":[{"attempt":1,"exit_code":1,"ended":true},{"attempt":2,"exit_code":1,"ended":true}],"fallback":{"exit_code":-1,"ended":false},"boot_id":"0b7e"}`
+	done := `{"action":"a","state":"done","exit_code":0,"attempts":[{"attempt":1,"exit_code":0,"ended":true}],"boot_id":"0b7e"}`
+	for _, c := range []struct {
+		want, data string
+		ok         bool
+	}{
+		{Kexec, before, true},
+		{Reset, fallback, true},
+		{Kexec, fallback, false},
+		{Reset, before, false},
+		{Kexec, done, false},
+		{Kexec, "", false},
+	} {
+		if err := CheckResult(c.want, []byte(c.data)); (err == nil) != c.ok {
+			t.Errorf("CheckResult(%s, %s) = %v, want ok %v", c.want, c.data, err, c.ok)
+		}
 	}
 }

@@ -31,6 +31,13 @@ var followLost = 2 * time.Minute
 // told: as docker run gives the engine's failures.
 const unfollowedExitCode = 125
 
+// finishGrace is how long the finish's engine calls go on after a
+// signal: the shutdown the user container started sends it, and may have
+// stopped the engine already, whose calls would each wait for it to come
+// back while the shutdown waits for the waiter. The result is reported
+// after them.
+const finishGrace = 2 * time.Second
+
 // unwritableLinger is how long a waiter that cannot write its result
 // file stays, for phase 1 to read why.
 var unwritableLinger = 30 * time.Second
@@ -75,7 +82,17 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 		// what it removes.
 		sweepWaiters(ctx, eng, w.ActionName, w.o.Stdout)
 	}
-	return w.finish(context.WithoutCancel(ctx), res)
+	fctx, stop := graceAfter(ctx, finishGrace)
+	defer stop()
+	return w.finish(fctx, res)
+}
+
+// graceAfter is a context that ctx's end does not end at once, but grace
+// after.
+func graceAfter(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })
+	return gctx, func() { stop(); cancel() }
 }
 
 // answerResultFile tells phase 1 whether the result file can be written.

@@ -265,6 +265,31 @@ func TestTwoSignals(t *testing.T) {
 	})
 }
 
+// TestTwoSignalWhileRemoving: a signal once the user container has
+// exited (the shutdown it started) ends the removals of the finish, as
+// calls to an engine the shutdown stopped would otherwise wait for it:
+// the waiter still logs the result, and leaves.
+func TestTwoSignalWhileRemoving(t *testing.T) {
+	eng := waiterFake(false)
+	eng.Block = map[string]bool{"Remove act-waitdaemon-user": true}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- Two(ctx, eng, waiterArgs(0, false), Options{Stdout: &out}) }()
+	select {
+	case err := <-done:
+		if err == nil || !errors.Is(err, context.Canceled) {
+			t.Errorf("Two() = %v, want the removal's cancel", err)
+		}
+		if r := lastResult(t, out.String()); r.ExitCode != 0 {
+			t.Errorf("result %+v, want exit code 0", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Two() still removing the user container 10 s after the signal; calls %q", eng.Calls())
+	}
+}
+
 func checkCancelled(t *testing.T, eng *fake.Engine, out string) {
 	t.Helper()
 	if got := eng.Names(); !slices.Equal(got, []string{"act-waitdaemon-waiter"}) {

@@ -31,8 +31,10 @@ guestfwd=10.0.2.100
 say() { echo "field-image: $*" >&2; }
 
 # The kernel modules each machine loads; their dependencies come along.
-modules_common="virtio_pci virtio_net virtio_blk virtio_scsi sd_mod ext4 overlay"
-modules_hookos="crc32c_generic bridge br_netfilter veth nf_tables nft_compat nft_chain_nat nft_masq nf_nat nf_conntrack
+# ext4 asks the crypto API for crc32c (metadata checksums), which no
+# depends line names: without it, mounting the target disk fails, ENOENT.
+modules_common="virtio_pci virtio_net virtio_blk virtio_scsi sd_mod ext4 crc32c_generic overlay"
+modules_hookos="bridge br_netfilter veth nf_tables nft_compat nft_chain_nat nft_masq nf_nat nf_conntrack
 	xt_MASQUERADE xt_addrtype xt_conntrack xt_nat xt_mark xt_comment iptable_nat iptable_filter ip6table_nat ip6table_filter"
 
 case $os in

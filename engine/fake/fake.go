@@ -57,8 +57,9 @@ type Engine struct {
 	ActionRemoved bool
 	// PullTakes is how long a pull takes, unless its ctx ends first.
 	PullTakes time.Duration
-	// Block makes ActionExited (key "ActionExited") or Follow (key
-	// "Follow <name>") wait until ctx ends.
+	// Block makes ActionExited (key "ActionExited"), Follow (key
+	// "Follow <name>") or Remove (key "Remove <name>") wait until ctx
+	// ends, as a call to an engine that is gone and not back does.
 	Block map[string]bool
 	// After makes a call wait, before it does anything, until another
 	// call has been made (key and value as Calls records them): it shows
@@ -309,6 +310,10 @@ func (e *Engine) Keep(_ context.Context, c engine.Container, name string) (strin
 
 func (e *Engine) Remove(ctx context.Context, id string) error {
 	err, do := e.call("Remove", e.nameOf(id))
+	if e.Block["Remove "+e.nameOf(id)] {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	if err == nil && ctx.Err() != nil { // as a request on an ended context
 		return ctx.Err()
 	}

@@ -77,6 +77,12 @@ func (r *Containerd) Snapshotter(ctx context.Context) (string, error) {
 	return containerdapi.DefaultSnapshotter, nil
 }
 
+// pullRequest pulls ref into snapshotter with the registries' hosts.toml
+// read from containerd's certs.d, as the agent's pull does.
+func pullRequest(ref, snapshotter string) containerdapi.PullRequest {
+	return containerdapi.PullRequest{Ref: ref, HostDir: containerdapi.DefaultHostDir, Snapshotter: snapshotter}
+}
+
 // image is a's image unpacked in snapshotter, pulled first if it is not
 // (five tries, 2 s apart and doubling up to 10 s, as the agent's).
 func (r *Containerd) image(ctx context.Context, ref, snapshotter string) (containerdapi.ResolvedImage, error) {
@@ -86,7 +92,7 @@ func (r *Containerd) image(ctx context.Context, ref, snapshotter string) (contai
 	}
 	delay := 2 * time.Second
 	for try := 1; ; try++ {
-		err = r.C.Pull(ctx, containerdapi.PullRequest{Ref: ref, Snapshotter: snapshotter})
+		err = r.C.Pull(ctx, pullRequest(ref, snapshotter))
 		if err == nil || try == 5 || ctx.Err() != nil {
 			break
 		}
