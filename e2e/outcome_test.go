@@ -151,6 +151,13 @@ func mountedOnHost(t *testing.T, device string) bool {
 	return strings.Contains(string(data), " "+device+" ")
 }
 
+// deviceShape runs the result device's actions with the loop device
+// mapped in: tink-agent's Docker runtime gives the action every device by
+// making it privileged, which Docker 20.10 cannot start here, so Docker's
+// rows map the one device as the Docker API allows; on containerd every
+// shape is tink-agent's, privileged with the host's devices.
+const deviceShape = dockerAPI
+
 // TestResultDevice: with WAITDAEMON_RESULT_DEVICE, the result reaches a
 // block device the host has not mounted, as the target disk is in HookOS
 // and CaptainOS: the failed attempt and the fallback are there, done,
@@ -165,7 +172,7 @@ func TestResultDevice(t *testing.T) {
 			"WAITDAEMON_FALLBACK_COMMAND": `["--exit=0","fallback"]`,
 			"WAITDAEMON_RESULT_DEVICE":    device, "WAITDAEMON_RESULT_FILE": "/var/log/waitdaemon.json",
 		}
-		r := e.run(t, tinkAgent, action{name: "e2e result device", command: []string{"--exit=3"}, env: env, devices: []string{device}})
+		r := e.run(t, deviceShape, action{name: "e2e result device", command: []string{"--exit=3"}, env: env, devices: []string{device}})
 		if r.ExitCode != 0 {
 			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
 		}
@@ -193,7 +200,7 @@ func TestResultDevice(t *testing.T) {
 		t.Run("no such directory", func(t *testing.T) {
 			env := maps.Clone(env)
 			env["WAITDAEMON_RESULT_FILE"] = "/var/lib/waitdaemon/result.json"
-			r := e.run(t, tinkAgent, action{name: "e2e result device dir", command: []string{"--exit=0"}, env: env, devices: []string{device}})
+			r := e.run(t, deviceShape, action{name: "e2e result device dir", command: []string{"--exit=0"}, env: env, devices: []string{device}})
 			want := `WAITDAEMON_RESULT_FILE="/var/lib/waitdaemon/result.json": expected a file the waiter can write on WAITDAEMON_RESULT_DEVICE=` + device +
 				` (the file system on ` + device + ` has no directory /var/lib/waitdaemon)`
 			if r.ExitCode != 2 || !strings.Contains(r.Logs, want) {
@@ -219,7 +226,7 @@ func TestResultDevice(t *testing.T) {
 			t.Cleanup(func() { _ = exec.Command("losetup", "-d", blankDev).Run() })
 			env := maps.Clone(env)
 			env["WAITDAEMON_RESULT_DEVICE"] = blankDev
-			r := e.run(t, tinkAgent, action{name: "e2e result device blank", command: []string{"--exit=0"}, env: env, devices: []string{blankDev}})
+			r := e.run(t, deviceShape, action{name: "e2e result device blank", command: []string{"--exit=0"}, env: env, devices: []string{blankDev}})
 			want := "(mounting " + blankDev + ": no file system this kernel knows is on it (tried "
 			if r.ExitCode != 2 || !strings.Contains(r.Logs, want) {
 				t.Errorf("the action exited %d:\n%s\nwant 2, %q", r.ExitCode, r.Logs, want)
@@ -228,7 +235,7 @@ func TestResultDevice(t *testing.T) {
 		t.Run("no such device", func(t *testing.T) {
 			env := maps.Clone(env)
 			env["WAITDAEMON_RESULT_DEVICE"] = "/dev/waitdaemon-none"
-			r := e.run(t, tinkAgent, action{name: "e2e result device none", command: []string{"--exit=0"}, env: env})
+			r := e.run(t, deviceShape, action{name: "e2e result device none", command: []string{"--exit=0"}, env: env})
 			want := `WAITDAEMON_RESULT_DEVICE="/dev/waitdaemon-none": expected a block device this action sees`
 			if r.ExitCode != 2 || !strings.Contains(r.Logs, want) {
 				t.Errorf("the action exited %d:\n%s\nwant 2, %q", r.ExitCode, r.Logs, want)

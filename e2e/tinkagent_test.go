@@ -97,6 +97,9 @@ func TestTinkagentTool(t *testing.T) {
 			for _, r := range [][2]string{
 				{"image: waitdaemon:latest", "image: " + image},
 				{"WAIT_SECONDS: 10", "WAIT_SECONDS: 1\n    PROBE_DIR: /out\n    PROBE_NAME: tool"},
+				// The probe exits 0 and the host stays up: the fallback
+				// follows the wait, 5 s here, after the probe has reported.
+				{"WAITDAEMON_DOWN_WITHIN: 30", "WAITDAEMON_DOWN_WITHIN: 5"},
 				{"- " + tc.socket + ":", "- " + out + ":/out\n    - " + tc.hostSocket + ":"},
 			} {
 				if !strings.Contains(tmpl, r[0]) {
@@ -109,6 +112,12 @@ func TestTinkagentTool(t *testing.T) {
 				t.Fatalf("the README's template has no IMAGE:\n%s", tmpl)
 			}
 			tmpl = userImage.ReplaceAllString(tmpl, "\n    IMAGE: "+probe+"\n")
+			command := regexp.MustCompile(`\n  command: (\[.*\])\n`).FindStringSubmatch(tmpl)
+			var want []string
+			if command == nil || json.Unmarshal([]byte(command[1]), &want) != nil {
+				t.Fatalf("the README's template has no command:\n%s", tmpl)
+			}
+			want = append([]string{"/probe"}, want...)
 			file := filepath.Join(t.TempDir(), "action.yaml")
 			if err := os.WriteFile(file, []byte(tmpl), 0o644); err != nil {
 				t.Fatal(err)
@@ -152,7 +161,7 @@ func TestTinkagentTool(t *testing.T) {
 			deadline := time.Now().Add(time.Minute)
 			for {
 				if p, ok := readProbe(t, out, "tool"); ok {
-					if !slices.Equal(p.Args, []string{"/probe", "reboot"}) {
+					if !slices.Equal(p.Args, want) {
 						t.Errorf("the user container ran %q, want the template's command", p.Args)
 					}
 					break
@@ -176,7 +185,10 @@ func cleanAction(t *testing.T, runtime, id string) {
 	c := &containerdapi.Client{Socket: containerdSocket, Namespace: containerdNS}
 	eng := containerd.New(c)
 	ctx := testCtx(t)
-	settled(t, eng, id, 30*time.Second, phase.RoleWaiter+" stopped")
+	// The probe exits 0 and the host stays up: with the template's
+	// WAITDAEMON_DOWN_WITHIN, the run and the fallback are failed
+	// attempts, kept.
+	settled(t, eng, id, 30*time.Second, phase.RoleFallback+" stopped", phase.RoleUser+" stopped", phase.RoleWaiter+" stopped")
 	list, _ := eng.List(ctx, phase.LabelActionID, id)
 	for _, l := range list {
 		_ = eng.Remove(ctx, l.ID)
