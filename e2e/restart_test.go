@@ -254,7 +254,10 @@ func TestEngineRestartWhileUserRuns(t *testing.T) {
 	for {
 		var err error
 		readSaid()
-		if data, err = os.ReadFile(file); err == nil {
+		// Written before the run too (state running): the one that
+		// counts is written once it ended.
+		var state struct{ State string }
+		if data, err = os.ReadFile(file); err == nil && json.Unmarshal(data, &state) == nil && state.State == "done" {
 			break
 		}
 		if ctx.Err() != nil || time.Since(started) > runs+time.Minute {
