@@ -168,11 +168,7 @@ func runCDAction(t *testing.T, ctx context.Context, c *containerdapi.Client, eng
 
 	deadline := time.Now().Add(cmp.Or(a.resultWait, time.Minute))
 	for {
-		// Written before each run too (state running): the one that
-		// counts is written once the last run ended.
-		data, err := os.ReadFile(result)
-		var state struct{ State string }
-		if err == nil && json.Unmarshal(data, &state) == nil && state.State == "done" && json.Unmarshal(data, &r.result) == nil {
+		if data, done := resultDone(result); done && json.Unmarshal(data, &r.result) == nil {
 			return r
 		}
 		if time.Now().After(deadline) {

@@ -512,3 +512,12 @@ func TestSelectEngines(t *testing.T) {
 		t.Errorf("the table's rows are %s", names(allEngines))
 	}
 }
+
+// resultDone reads the result file at path, and says whether it is the
+// one written once the last run ended (state done): the waiter writes it
+// before each run too, that run started and not ended.
+func resultDone(path string) ([]byte, bool) {
+	data, err := os.ReadFile(path)
+	var r struct{ State string }
+	return data, err == nil && json.Unmarshal(data, &r) == nil && r.State == "done"
+}

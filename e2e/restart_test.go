@@ -252,16 +252,13 @@ func TestEngineRestartWhileUserRuns(t *testing.T) {
 	file := filepath.Join(out, "result.json")
 	var data []byte
 	for {
-		var err error
 		readSaid()
-		// Written before the run too (state running): the one that
-		// counts is written once it ended.
-		var state struct{ State string }
-		if data, err = os.ReadFile(file); err == nil && json.Unmarshal(data, &state) == nil && state.State == "done" {
+		var done bool
+		if data, done = resultDone(file); done {
 			break
 		}
 		if ctx.Err() != nil || time.Since(started) > runs+time.Minute {
-			t.Fatalf("no result file %v after the run's end (%v); the waiter said:\n%s", time.Since(started.Add(runs)).Round(time.Second), err, said)
+			t.Fatalf("no result file in state done %v after the run's end; the waiter said:\n%s\nthe file:\n%s", time.Since(started.Add(runs)).Round(time.Second), said, data)
 		}
 		time.Sleep(time.Second)
 	}

@@ -152,17 +152,14 @@ func TestUnreadableLog(t *testing.T) {
 				LogNote string   `json:"log_note"`
 			} `json:"attempts"`
 		}
-		// The file is written before the run too (state running): wait
-		// for the one written once it ended.
 		var data []byte
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			var err error
-			var state struct{ State string }
-			if data, err = os.ReadFile(filepath.Join(out, "result.json")); err == nil && json.Unmarshal(data, &state) == nil && state.State == "done" {
+			var done bool
+			if data, done = resultDone(filepath.Join(out, "result.json")); done {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("no result file in state done after 30 s: %v\n%s", err, data)
+				t.Fatalf("no result file in state done after 30 s:\n%s", data)
 			}
 		}
 		if err := json.Unmarshal(data, &res); err != nil || res.ExitCode != 0 || len(res.Attempts) != 1 {
