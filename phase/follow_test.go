@@ -28,16 +28,23 @@ func TestTwoFollowFails(t *testing.T) {
 	t.Cleanup(func() { followLost = lost })
 	engineGone := errors.New("following act-waitdaemon-user: connection refused")
 
-	t.Run("settled by asking again", func(t *testing.T) {
-		eng := waiterFake(true)
-		eng.Lost = map[string]error{"Follow act-waitdaemon-user": engineGone}
+	// twoWithResultFile runs phase 2 on eng, one re-run and a fallback,
+	// with a result file, and returns the result it told.
+	twoWithResultFile := func(t *testing.T, eng *fake.Engine) (result, WaiterArgs) {
+		t.Helper()
 		args := waiterArgs(1, true)
 		args.ResultFile = filepath.Join(t.TempDir(), "result.json")
 		var out bytes.Buffer
 		if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
 			t.Fatalf("phase 2: %v\n%s", err, out.String())
 		}
-		res := lastResult(t, out.String())
+		return lastResult(t, out.String()), args
+	}
+
+	t.Run("settled by asking again", func(t *testing.T) {
+		eng := waiterFake(true)
+		eng.Lost = map[string]error{"Follow act-waitdaemon-user": engineGone}
+		res, args := twoWithResultFile(t, eng)
 		if len(res.Attempts) != 1 || res.ExitCode != 0 || res.Fallback != nil || res.Attempts[0].FinishedAt == "" {
 			t.Errorf("result = %+v; want the one run, exit 0, as the engine settled it", res)
 		}
@@ -50,13 +57,7 @@ func TestTwoFollowFails(t *testing.T) {
 	t.Run("never settled", func(t *testing.T) {
 		eng := waiterFake(true)
 		eng.Fail = map[string]error{"Follow act-waitdaemon-user": engineGone}
-		args := waiterArgs(1, true)
-		args.ResultFile = filepath.Join(t.TempDir(), "result.json")
-		var out bytes.Buffer
-		if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
-			t.Fatalf("phase 2: %v\n%s", err, out.String())
-		}
-		res := lastResult(t, out.String())
+		res, args := twoWithResultFile(t, eng)
 		if len(res.Attempts) != 2 || res.ExitCode != unfollowedExitCode {
 			t.Fatalf("result = %+v; want two attempts, exit %d", res, unfollowedExitCode)
 		}
