@@ -65,25 +65,8 @@ func (d *builtDocker) start() (string, error) {
 	// docker save | docker -H unix://… load: the same names. (Not the
 	// same IDs on Docker 29: its is the manifest's digest, not the
 	// config's.)
-	save := exec.Command("docker", "save", actionImage, probeImage)
-	load := exec.Command("docker", "-H", "unix://"+socket, "load", "-q")
-	var saveErr, loadOut bytes.Buffer
-	save.Stderr = &saveErr
-	load.Stdout, load.Stderr = &loadOut, &loadOut
-	pipe, err := save.StdoutPipe()
-	if err != nil {
-		return "", err
-	}
-	load.Stdin = pipe
-	if err := save.Start(); err != nil {
-		return "", fmt.Errorf("docker save: %w", err)
-	}
-	lerr := load.Run()
-	if err := save.Wait(); err != nil {
-		return "", fmt.Errorf("docker save %s %s: %v\n%s", actionImage, probeImage, err, saveErr.String())
-	}
-	if lerr != nil {
-		return "", fmt.Errorf("loading the images into Docker %s: %v\n%s", d.version, lerr, loadOut.String())
+	if err := loadImages(exec.Command("docker", "-H", "unix://"+socket, "load", "-q")); err != nil {
+		return "", fmt.Errorf("loading the images into Docker %s: %w", d.version, err)
 	}
 	return socket, nil
 }

@@ -521,3 +521,30 @@ func resultDone(path string) ([]byte, bool) {
 	var r struct{ State string }
 	return data, err == nil && json.Unmarshal(data, &r) == nil && r.State == "done"
 }
+
+// loadImages pipes `docker save` of the action and probe images, from the
+// Docker 20.10 that builds them, into load (a `docker load` or `podman
+// load` of another engine). Each side writes into its own buffer: the two
+// are copied by goroutines of their own.
+func loadImages(load *exec.Cmd) error {
+	save := exec.Command("docker", "save", actionImage, probeImage)
+	var saveErr, loadOut bytes.Buffer
+	save.Stderr = &saveErr
+	load.Stdout, load.Stderr = &loadOut, &loadOut
+	pipe, err := save.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	load.Stdin = pipe
+	if err := save.Start(); err != nil {
+		return fmt.Errorf("docker save: %w", err)
+	}
+	lerr := load.Run()
+	if err := save.Wait(); err != nil {
+		return fmt.Errorf("docker save %s %s: %v\n%s", actionImage, probeImage, err, saveErr.String())
+	}
+	if lerr != nil {
+		return fmt.Errorf("%s: %v\n%s", strings.Join(load.Args, " "), lerr, loadOut.String())
+	}
+	return nil
+}

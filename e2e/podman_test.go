@@ -154,28 +154,9 @@ func startPodman() error {
 	rmi := exec.Command("podman", "rmi", "localhost/"+actionImage, "localhost/"+probeImage)
 	rmi.Env = podmanEnv()
 	_ = rmi.Run()
-	save := exec.Command("docker", "save", actionImage, probeImage)
 	load := exec.Command("podman", "load")
 	load.Env = podmanEnv()
-	var saveErr, loadOut bytes.Buffer
-	save.Stderr = &saveErr
-	load.Stdout, load.Stderr = &loadOut, &loadOut
-	pipe, err := save.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	load.Stdin = pipe
-	if err := save.Start(); err != nil {
-		return fmt.Errorf("docker save: %w", err)
-	}
-	lerr := load.Run()
-	if err := save.Wait(); err != nil {
-		return fmt.Errorf("docker save %s %s: %v\n%s", actionImage, probeImage, err, saveErr.String())
-	}
-	if lerr != nil {
-		return fmt.Errorf("podman load: %v\n%s", lerr, loadOut.String())
-	}
-	return nil
+	return loadImages(load)
 }
 
 // podmanEnv is the environment of every podman command the tests run.

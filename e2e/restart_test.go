@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,21 +66,8 @@ func startPrivateDocker(t *testing.T) *privateDocker {
 		}
 	}
 	d.start(t)
-	save := exec.Command("docker", "save", actionImage, probeImage)
-	load := exec.Command("docker", "-H", "unix://"+d.socket(), "load", "-q")
-	var out bytes.Buffer
-	save.Stderr, load.Stdout, load.Stderr = &out, &out, &out
-	pipe, err := save.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	load.Stdin = pipe
-	if err := save.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lerr := load.Run()
-	if err := errors.Join(save.Wait(), lerr); err != nil {
-		t.Fatalf("loading the images into the test's own Docker: %v\n%s", err, out.String())
+	if err := loadImages(exec.Command("docker", "-H", "unix://"+d.socket(), "load", "-q")); err != nil {
+		t.Fatalf("loading the images into the test's own Docker: %v", err)
 	}
 	return d
 }
