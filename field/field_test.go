@@ -134,7 +134,7 @@ func setUp(t *testing.T) *field {
 	}
 	oses := strings.Fields(os.Getenv("FIELD_OS"))
 	if len(oses) == 0 {
-		oses = []string{"captainos", "hookos"}
+		oses = []string{"captainos", "hookos", "hookos26"}
 	}
 	for _, name := range oses {
 		img, took, err := BuildImage(ctx, repo, name)

@@ -193,11 +193,19 @@ func NewScenario(name, os, text string) (Scenario, error) {
 
 // Scenarios is every template of the docs, on each OS it is for, and the
 // field's own: an action killed at its timeout, a kexec that fails, and
-// busybox's reboot on systemd.
+// busybox's reboot on systemd. HookOS runs each on Docker 28.2 (hookos);
+// the README's HookOS templates, those operators copy, run on Docker 26.1
+// too (hookos26), HookOS v0.9-v0.10's engine.
 func Scenarios(repo string) ([]Scenario, error) {
 	scs, err := Templates(repo)
 	if err != nil {
 		return nil, err
+	}
+	for _, sc := range scs {
+		if sc.OS == "hookos" && strings.HasPrefix(sc.Name, "README.md ") {
+			sc.OS = "hookos26"
+			scs = append(scs, sc)
+		}
 	}
 	for _, os := range []string{"captainos", "hookos"} {
 		sock, pid := "/run/containerd/containerd.sock", "  namespaces:\n    pid: host\n"

@@ -79,15 +79,36 @@ func TestResultOnDevice(t *testing.T) {
 }
 
 // TestDefaultList: every template, and the field's kexec that fails,
-// is in the default list.
+// is in the default list; the README's HookOS templates run on Docker
+// 28.2 and 26.1 alike.
 func TestDefaultList(t *testing.T) {
 	scs, err := Scenarios("..")
 	if err != nil {
 		t.Fatal(err)
 	}
+	on := map[string][]string{}
 	for _, sc := range scs {
 		if sc.Skip != "" {
 			t.Errorf("%s on %s left out: %s", sc.Name, sc.OS, sc.Skip)
+		}
+		on[sc.Name] = append(on[sc.Name], sc.OS)
+	}
+	readme := 0
+	for name, oses := range on {
+		if !strings.HasPrefix(name, "README.md ") || !slices.Contains(oses, "hookos") {
+			continue
+		}
+		readme++
+		if !slices.Contains(oses, "hookos26") {
+			t.Errorf("%s runs on %v; want Docker 26.1's HookOS (hookos26) too", name, oses)
+		}
+	}
+	if readme == 0 {
+		t.Error("no README template runs on HookOS")
+	}
+	for name, oses := range on {
+		if slices.Contains(oses, "hookos26") && !strings.HasPrefix(name, "README.md ") {
+			t.Errorf("%s runs on hookos26; want only the README's templates there", name)
 		}
 	}
 }

@@ -13,6 +13,7 @@
 #	sock=$(scripts/docker.sh 28)         # /run/docker28/docker.sock
 #	DOCKER_HOST=unix://$sock docker version
 #	scripts/docker.sh 28 stop
+#	scripts/docker.sh 28 paths           # builds; prints the binaries' dirs
 #
 # An engine that already answers on the socket is left alone. The first
 # run builds dockerd and docker-proxy (static, CGO_ENABLED=0), runc (with
@@ -74,7 +75,7 @@ case $engine in
 	runc_version=v1.1.12
 	;;
 *)
-	echo "usage: $0 29|28|26 [start|stop]" >&2
+	echo "usage: $0 29|28|26 [start|stop|paths]" >&2
 	exit 2
 	;;
 esac
@@ -194,27 +195,9 @@ build_zip() {
 	[ $rc = 0 ] || die "building $mod failed"
 }
 
-start() {
-	[ "$(id -u)" = 0 ] || die "starting Docker $engine needs root"
-	mkdir -p "$cache" "$run"
-	# One start at a time: a second caller waits, then finds it up.
-	exec 9>"$cache/$name.lock"
-	flock 9
-	if up; then
-		if configured; then
-			say "already running on unix://$sock"
-			echo "$sock"
-			return
-		fi
-		say "the running engine lacks insecure-registries $insecure_registry: restarting it with its new daemon.json"
-		stop
-	fi
-	local p
-	if p=$(pid); then
-		say "dockerd (pid $p) runs but has not answered yet: waiting for it"
-		ready "$p"
-		return
-	fi
+# build_all builds dockerd, docker-proxy, containerd and its shim, and
+# runc into the cache unless they are there, and sets bin_runc.
+build_all() {
 	export PATH=/usr/local/go/bin:$PATH
 	local began=$SECONDS
 	# One build at a time: Docker 28.2 and 26.1 share containerd and runc.
@@ -255,6 +238,40 @@ start() {
 	fi
 	exec 8>&-
 	if [ -n "${built:-}" ]; then say "built in $((SECONDS - began)) s"; fi
+}
+
+# paths builds what the engine needs, unless cached, and prints the three
+# directories that hold it: dockerd's, containerd's and runc's (the field's
+# HookOS machine copies them in).
+paths() {
+	mkdir -p "$cache"
+	build_all
+	echo "$bin_dockerd $bin_containerd $bin_runc"
+}
+
+start() {
+	[ "$(id -u)" = 0 ] || die "starting Docker $engine needs root"
+	mkdir -p "$cache" "$run"
+	# One start at a time: a second caller waits, then finds it up.
+	exec 9>"$cache/$name.lock"
+	flock 9
+	if up; then
+		if configured; then
+			say "already running on unix://$sock"
+			echo "$sock"
+			return
+		fi
+		say "the running engine lacks insecure-registries $insecure_registry: restarting it with its new daemon.json"
+		stop
+	fi
+	local p
+	if p=$(pid); then
+		say "dockerd (pid $p) runs but has not answered yet: waiting for it"
+		ready "$p"
+		return
+	fi
+	local began=$SECONDS
+	build_all
 
 	# dockerd needs a bridge of another name than docker0 to exist.
 	if ! ip link show "$bridge" >/dev/null 2>&1; then
@@ -296,5 +313,6 @@ start() {
 case $action in
 start) start ;;
 stop) stop ;;
-*) die "usage: $0 29|28|26 [start|stop]" ;;
+paths) paths ;;
+*) die "usage: $0 29|28|26 [start|stop|paths]" ;;
 esac

@@ -10,8 +10,15 @@
 #                                      /etc/hostname, containerd 2.2.1 on
 #                                      runc 1.4, as CaptainOS
 #   scripts/field-image.sh hookos      busybox init PID 1 with LinuxKit's
-#                                      shutdown, Docker 26.1 (trixie's
-#                                      docker.io), as HookOS
+#                                      shutdown, Docker 28.2.2 on
+#                                      containerd 1.7.27 and runc 1.2.6,
+#                                      as HookOS v0.11 ships
+#   scripts/field-image.sh hookos26    the same on Docker 26.1.4 and runc
+#                                      1.1.12, as HookOS v0.9-v0.10
+#
+# The engines are the project's own static builds (scripts/docker.sh 28
+# paths, or 26: built once into the cache); the docker CLI that the
+# runner's script calls is trixie's docker-cli.
 #
 # Both boot from RAM: /init copies the root into a tmpfs and switch_roots
 # there, as CaptainOS's and LinuxKit's do, because runc's pivot_root
@@ -42,15 +49,17 @@ captainos)
 	packages="systemd systemd-sysv udev dbus kmod iproute2 libseccomp2"
 	modules="$modules_common"
 	;;
-hookos)
-	packages="docker.io docker-cli busybox-static kmod iproute2 iptables"
+hookos | hookos26)
+	packages="docker-cli busybox-static kmod iproute2 iptables"
 	modules="$modules_common $modules_hookos"
+	docker=28
+	[ "$os" = hookos26 ] && docker=26
 	;;
 customize)
 	# mmdebstrap's customize hook: customize OS ROOT WORK.
 	;;
 *)
-	echo "usage: $0 captainos|hookos" >&2
+	echo "usage: $0 captainos|hookos|hookos26" >&2
 	exit 2
 	;;
 esac
@@ -63,7 +72,7 @@ if [ "$os" = customize ]; then
 	os=$2 root=$3 work=$4
 	case $os in
 	captainos) modules="$modules_common" ;;
-	hookos) modules="$modules_common $modules_hookos" ;;
+	hookos | hookos26) modules="$modules_common $modules_hookos" ;;
 	esac
 
 	# Debian's kernel: downloaded, unpacked beside the root, never installed.
@@ -203,7 +212,11 @@ EOF
 		chroot "$root" systemctl enable systemd-networkd.service containerd.service field-runner.service >&2
 		chroot "$root" systemctl mask serial-getty@ttyS0.service getty@tty1.service >&2
 		;;
-	hookos)
+	hookos | hookos26)
+		# shellcheck disable=SC2086 # three directories
+		set -- $(cat "$work/docker-paths")
+		install -m 755 "$1/dockerd" "$1/docker-proxy" "$2/containerd" "$2/containerd-shim-runc-v2" \
+			"$3/runc" "$root/usr/local/bin/"
 		ln -sf /bin/busybox "$root/sbin/init"
 		mkdir -p "$root/etc/docker" "$root/etc/init.d"
 		echo "{\"insecure-registries\": [\"$registry\"]}" >"$root/etc/docker/daemon.json"
@@ -260,6 +273,10 @@ done
 if [ "$os" = captainos ] && [ ! -x "$runc_dir/runc" ]; then
 	runc_dir=$("$(dirname "$self")/runc.sh")
 fi
+docker_paths=
+if [ -n "${docker:-}" ]; then
+	docker_paths=$("$(dirname "$self")/docker.sh" "$docker" paths)
+fi
 for tool in mmdebstrap zstd cpio; do
 	command -v $tool >/dev/null || { say "no $tool: apt-get install -y qemu-system-x86 mmdebstrap busybox-static zstd cpio e2fsprogs docker-registry"; exit 1; }
 done
@@ -270,6 +287,11 @@ key=$(
 		echo "$os $packages $modules"
 		if [ "$os" = captainos ]; then
 			sha256sum "$containerd_dir"/containerd "$containerd_dir"/containerd-shim-runc-v2 "$containerd_dir"/ctr "$runc_dir"/runc | cut -d' ' -f1
+		fi
+		if [ -n "$docker_paths" ]; then
+			# shellcheck disable=SC2086
+			set -- $docker_paths
+			sha256sum "$1/dockerd" "$1/docker-proxy" "$2/containerd" "$2/containerd-shim-runc-v2" "$3/runc" | cut -d' ' -f1
 		fi
 	} | sha256sum | cut -c1-16
 )
@@ -283,6 +305,7 @@ fi
 start=$(date +%s)
 work=$(mktemp -d "$cache/field/.build-$os.XXXXXX" 2>/dev/null || { mkdir -p "$cache/field" && mktemp -d "$cache/field/.build-$os.XXXXXX"; })
 trap 'rm -rf "$work"' EXIT
+echo "$docker_paths" >"$work/docker-paths"
 say "building $os into $out (mmdebstrap trixie, once; it is cached there)"
 mmdebstrap --variant=minbase --mode=root --aptopt='APT::Install-Recommends "false"' \
 	--include="$(echo $packages | tr ' ' ,)" \
