@@ -34,12 +34,13 @@ test: engine docker29 docker28 docker26 containerd
 	go test -race -count=1 -timeout 45m $$(go list ./... | grep -v /field)
 	$(MAKE) field
 
-# The VM suite (field/): the CaptainOS-like and HookOS-like machines, built
+# The VM suite (field/): the CaptainOS-like machine and the HookOS-like
+# ones (Docker 28.2, and 26.1 for the README's HookOS templates), built
 # from Debian trixie into /var/cache/waitdaemon/field the first time (about
 # a minute each; later runs find them there), boot in QEMU one at a time;
 # every template of the README and docs/templates.md runs on each OS it is
 # for, and a table says how each machine went down. FIELD_RUN (a regexp of
-# os/scenario) and FIELD_OS (captainos, hookos) narrow it. Its tools,
+# os/scenario) and FIELD_OS (captainos, hookos, hookos26) narrow it. Its tools,
 # Debian's QEMU, mmdebstrap and the rest, are installed if missing
 # (scripts/field-deps.sh).
 field: engine containerd

@@ -37,6 +37,14 @@ const cmdline = "console=ttyS0 quiet panic=0 systemd.show_status=false"
 // How long a machine may take to run its action (a TCG boot under load
 // takes up to 2 minutes), and, once the action exited, to go down beyond
 // its WAIT_SECONDS.
+// The engine each machine runs, as the engine says it: CaptainOS's
+// containerd, HookOS v0.11's Docker and HookOS v0.9-v0.10's.
+var engines = map[string]string{
+	"captainos": "containerd 2.2.1+unknown", // go install sets no version
+	"hookos":    "docker 28.2.2",
+	"hookos26":  "docker 26.1.4",
+}
+
 const (
 	bootTimeout = 5 * time.Minute
 	downGrace   = 90 * time.Second
@@ -244,14 +252,14 @@ if [ "$RUNTIME" = containerd ]; then
 		n=$((n+1))
 		[ $n = 120 ] && { echo "FIELD-ENGINE-DOWN"; systemctl status containerd --no-pager | tail -20; }
 	done
-	echo "FIELD-ENGINE-UP"
+	echo "FIELD-ENGINE-UP containerd $(ctr version | awk '/^Server/ {s=1} s && /Version:/ {print $2; exit}')"
 else
 	until docker version >/dev/null 2>&1; do
 		sleep 0.5
 		n=$((n+1))
 		[ $n = 240 ] && { echo "FIELD-ENGINE-DOWN"; tail -20 /var/log/dockerd.log; }
 	done
-	echo "FIELD-ENGINE-UP"
+	echo "FIELD-ENGINE-UP docker $(docker version --format '{{.Server.Version}}')"
 fi
 if [ -n "$MOUNT_TARGET" ]; then
 	mkdir -p /mnt/target && mount /dev/sda1 /mnt/target || echo "FIELD-MOUNT-FAILED"
@@ -370,6 +378,9 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 		exitAt = ended.At.Add(offset)
 	}
 	t.Logf("%s: %s, exit code %d, %.1f s after QEMU started, reported %.1f s later", sc.OS, ended.Msg, ended.ExitCode, exitAt.Sub(start).Seconds(), exit.At.Sub(exitAt).Seconds())
+	if got := engineUp(vm); got != engines[sc.OS] {
+		return fail("the machine runs %q; want %q", got, engines[sc.OS])
+	}
 
 	if sc.Want != StayedUp && (ended.Msg != "action exited" || ended.ExitCode != 0) {
 		return fail("the action did not succeed: %s, exit code %d", ended.Msg, ended.ExitCode)
@@ -423,6 +434,17 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 		}
 	}
 	return row
+}
+
+// engineUp is the engine and version the guest's FIELD-ENGINE-UP line
+// names.
+func engineUp(vm *VM) string {
+	for _, l := range vm.Lines() {
+		if rest, ok := strings.CutPrefix(l.Text, "FIELD-ENGINE-UP"); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return "no engine"
 }
 
 // clockOffset is the host's clock less the guest's, from the FIELD-CLOCK

@@ -254,6 +254,9 @@ EOF
 EOF
 		cat >"$root/etc/init.d/engine" <<'EOF'
 #!/bin/busybox sh
+# The engine's static builds are in /usr/local/bin, which busybox init's
+# PATH lacks.
+export PATH=/usr/local/sbin:/usr/local/bin:$PATH
 dockerd >/var/log/dockerd.log 2>&1 &
 [ -x /field/run ] && exec /field/run
 EOF
