@@ -7,6 +7,9 @@ IMAGE   ?= waitdaemon:dev
 PROBE_IMAGE ?= waitdaemon-probe:dev
 ARCHES  ?= amd64 arm64
 HOSTARCH := $(shell go env GOARCH)
+# Where the binaries and the image's context go: the VM suite builds its
+# image in a directory of its own, beside the end-to-end tests' bin/.
+BIN     ?= bin
 
 # A static, stripped binary, and -l (no inlining) trims it: the image must
 # stay small enough for an in-memory OS. It keeps net/http's HTTP/2 client
@@ -17,9 +20,9 @@ GOBUILD = CGO_ENABLED=0 GOOS=linux go build -trimpath \
 
 .PHONY: build test field image probe-image demo bench record fuzz mutate engine docker29 docker28 docker26 clean oci push containerd record-containerd
 
-build: $(foreach a,$(ARCHES),bin/waitdaemon-linux-$(a))
+build: $(foreach a,$(ARCHES),$(BIN)/waitdaemon-linux-$(a))
 
-bin/waitdaemon-linux-%: FORCE
+$(BIN)/waitdaemon-linux-%: FORCE
 	GOARCH=$* $(GOBUILD) -o $@ .
 
 FORCE:
@@ -28,11 +31,12 @@ FORCE:
 # Docker 29, 28.2 and 26.1, Podman 4.3 (started by the tests) and
 # containerd 2.2.1. The first run builds Docker 29, 28.2 and 26.1 and
 # containerd into /var/cache/waitdaemon.
-# Then the VM suite (make field, below), on its own: its machines need
-# the cores the end-to-end tests would take.
+# The VM suite (make field, below) runs beside the Go tests of every other
+# package (scripts/test.sh): the end-to-end tests mostly wait, and the
+# two together take about as long as the longer alone.
 test: engine docker29 docker28 docker26 containerd
-	go test -race -count=1 -timeout 45m $$(go list ./... | grep -v /field)
-	$(MAKE) field
+	@scripts/field-deps.sh
+	scripts/test.sh
 
 # The VM suite (field/): the CaptainOS-like machine and the HookOS-like
 # ones (Docker 28.2, and 26.1 for the README's HookOS templates), built
@@ -47,9 +51,9 @@ field: engine containerd
 	@scripts/field-deps.sh
 	go test -count=1 -timeout 60m -v ./field/
 
-image: bin/waitdaemon-linux-$(HOSTARCH)
-	cp bin/waitdaemon-linux-$(HOSTARCH) bin/waitdaemon
-	DOCKER_BUILDKIT=0 docker build -q -f Dockerfile.scratch -t $(IMAGE) bin
+image: $(BIN)/waitdaemon-linux-$(HOSTARCH)
+	cp $(BIN)/waitdaemon-linux-$(HOSTARCH) $(BIN)/waitdaemon
+	DOCKER_BUILDKIT=0 docker build -q -f Dockerfile.scratch -t $(IMAGE) $(BIN)
 
 # The release: an OCI layout in $(OCI_DIR) whose index holds an image of
 # Dockerfile.scratch per architecture, every timestamp the commit's, so

@@ -172,7 +172,9 @@ func setUp(t *testing.T) *field {
 
 	// The images: waitdaemon's (make image), the kexec action, and an
 	// alpine stand-in, busybox with its applets linked.
-	if out, err := exec.Command("make", "-C", repo, "image", "IMAGE=waitdaemon:field").CombinedOutput(); err != nil {
+	// Into a directory of its own: the end-to-end tests may build theirs in
+	// bin/ at the same time.
+	if out, err := exec.Command("make", "-C", repo, "image", "IMAGE=waitdaemon:field", "BIN="+filepath.Join(bin, "image")).CombinedOutput(); err != nil {
 		t.Fatalf("make image: %v\n%s", err, out)
 	}
 	kexecDir := filepath.Join(bin, "kexec")
