@@ -45,6 +45,10 @@ var engines = map[string]string{
 	"hookos26":  "docker 26.1.4",
 }
 
+// What the guest's kernel prints when it panics; with panic=0 it then
+// hangs, so the run ends there.
+const kernelPanic = "Kernel panic - not syncing"
+
 const (
 	bootTimeout = 5 * time.Minute
 	downGrace   = 90 * time.Second
@@ -362,9 +366,12 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 
 	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
 	defer cancel()
-	exit, _, err := vm.WaitLine(ctx, 0, actionLine.MatchString)
+	exit, _, err := vm.WaitLine(ctx, 0, func(s string) bool { return actionLine.MatchString(s) || strings.Contains(s, kernelPanic) })
 	if err != nil {
 		return fail("no action exit within %v: %v", bootTimeout, err)
+	}
+	if strings.Contains(exit.Text, kernelPanic) {
+		return fail("the guest's kernel panicked before the action exited (%s)", vm.Accel)
 	}
 	var ended struct {
 		Msg      string
