@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds one of the field's two machines from Debian trixie's packages and
+# Builds one of the field's machines from Debian trixie's packages and
 # the project's own engine builds, and prints the directory that holds it:
 # vmlinuz (Debian's kernel) and root.cpio.zst (the whole root as an
 # initramfs). Cached under /var/cache/waitdaemon/field/, keyed on a hash
