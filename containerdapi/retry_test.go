@@ -246,23 +246,25 @@ func TestTaskLostAnswer(t *testing.T) {
 		return c.TaskStart(ctx, "web")
 	}
 	cases := []struct {
-		name      string
-		call      func(context.Context, *containerdapi.Client) (uint32, error)
-		created   bool   // the task is there, created, before the call
-		fault     string // of the call's first attempt: "after" (acted, then the connection broke), "before", "unavailable", "creating" (cut while the daemon creates)
-		exits     bool   // a started task exits at once
-		gone      bool   // the task is deleted behind the client's back after the fault
-		aborts    bool   // a create cut while creating is not carried out
-		leftover  bool   // an earlier create, cut while creating, is still being undone
-		forever   bool   // a create cut while creating never ends (the client's request bound is 500 ms)
-		wantCalls string // the calls made; a regular expression for "creating"
-		wantState string
-		wantErr   bool
+		name       string
+		call       func(context.Context, *containerdapi.Client) (uint32, error)
+		created    bool   // the task is there, created, before the call
+		fault      string // of the call's first attempt: "after" (acted, then the connection broke), "before", "unavailable", "creating" (cut while the daemon creates)
+		exits      bool   // a started task exits at once
+		gone       bool   // the task is deleted behind the client's back after the fault
+		aborts     bool   // a create cut while creating is not carried out
+		leftover   bool   // an earlier create, cut while creating, is still being undone
+		bundleGone bool   // and removes the bundle under the new create's shim
+		forever    bool   // a create cut while creating never ends (the client's request bound is 500 ms)
+		wantCalls  string // the calls made; a regular expression for "creating"
+		wantState  string
+		wantErr    bool
 	}{
 		{name: "create, cut while creating", call: create, fault: "creating", wantCalls: `^Create Get( Create Get)+$`, wantState: "created"},
 		{name: "create, cut while creating, aborted", call: create, fault: "creating", aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
 		{name: "create, cut while creating, never settled", call: create, fault: "creating", forever: true, wantCalls: `^Create Get( Create Get)+$`, wantState: "creating", wantErr: true},
 		{name: "create, an earlier create's cleanup under way", call: create, leftover: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
+		{name: "create, an earlier create's cleanup removes the bundle under the shim", call: create, leftover: true, bundleGone: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
 		{name: "create, lost after acting", call: create, fault: "after", wantCalls: "Create Get", wantState: "created"},
 		{name: "create, lost before acting", call: create, fault: "before", wantCalls: "Create Get Create", wantState: "created"},
 		{name: "create, unavailable", call: create, fault: "unavailable", wantCalls: "Create Get Create", wantState: "created"},
@@ -310,6 +312,10 @@ func TestTaskLostAnswer(t *testing.T) {
 					switch {
 					case method == "Get":
 						fail(w, containerdapi.NotFound, "no running task found: task web not found")
+					case method == "Create" && tc.bundleGone:
+						// Seen on containerd 2.2.1 under load: the
+						// new shim's working directory, the bundle, went.
+						fail(w, containerdapi.Unknown, "failed to start shim: start failed: io.containerd.runc.v2: getwd: no such file or directory: exit status 1")
 					case method == "Create" && tc.leftover:
 						fail(w, containerdapi.Unknown, "failed to create shim task: OCI runtime create failed: runc create failed: container with given ID already exists")
 					case method == "Create":

@@ -207,8 +207,9 @@ var (
 // Any attempt that meets the task's bundle, or its runc container, met
 // another create of the task still under way, or one cut off that
 // containerd is still undoing (containerd 2.2.1 answers Unknown, "mkdir
-// …: file exists" or runc's "container with given ID already exists",
-// for the seconds it takes; Tasks/Get finds no task meanwhile, or a task
+// …: file exists", runc's "container with given ID already exists", or
+// a new shim's "getwd: no such file or directory" when the undoing
+// removes the bundle under it, for the seconds it takes; Tasks/Get finds no task meanwhile, or a task
 // that then goes): the task is asked for again, and created again, after
 // a pause, until that create has ended or been undone. Settling a failed
 // attempt takes one request's time at most, in all.
@@ -253,14 +254,16 @@ func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint
 
 // bundleExists is a task create that met the bundle directory, or the
 // runc container, of another create of the same task, still under way
-// or being undone.
+// or being undone; or whose new shim lost its working directory, the
+// bundle, to that undoing ("getwd: no such file or directory").
 func bundleExists(err error) bool {
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Code != Unknown {
 		return false
 	}
 	return strings.Contains(ae.Message, "mkdir ") && strings.HasSuffix(ae.Message, ": file exists") ||
-		strings.HasSuffix(ae.Message, "runc create failed: container with given ID already exists")
+		strings.HasSuffix(ae.Message, "runc create failed: container with given ID already exists") ||
+		strings.HasPrefix(ae.Message, "failed to start shim: ") && strings.Contains(ae.Message, "getwd: no such file or directory")
 }
 
 // TaskStart starts the created task of container id and returns its pid.

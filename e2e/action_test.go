@@ -258,10 +258,12 @@ func TestFailingUserContainerIsKept(t *testing.T) {
 	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
 		e := engineOf(c)
 		out := t.TempDir()
+		// WAIT_SECONDS 4: the test must find the waiter before it ends and
+		// is removed, which took 2 s on Podman on a loaded machine.
 		r := runAction(t, c, tinkWorker, action{
 			name:       "e2e failing",
 			command:    []string{"boom"},
-			env:        map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "PROBE_EXIT": "3"},
+			env:        map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "4", "PROBE_EXIT": "3"},
 			volumes:    []string{out + ":/out"},
 			pid:        "host",
 			privileged: e.privileged,
