@@ -209,9 +209,10 @@ var (
 // containerd is still undoing (containerd 2.2.1 answers Unknown, "mkdir
 // …: file exists", runc's "container with given ID already exists", or
 // a new shim's "getwd: no such file or directory" when the undoing
-// removes the bundle under it, for the seconds it takes; Tasks/Get finds no task meanwhile, or a task
-// that then goes): the task is asked for again, and created again, after
-// a pause, until that create has ended or been undone. Settling a failed
+// removes the bundle under it, for the seconds it takes; Tasks/Get finds
+// no task meanwhile, or a task that then goes): the task is asked for
+// again, and created again, after a pause, until that create has ended
+// or been undone. Settling a failed
 // attempt takes one request's time at most, in all.
 func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint32, error) {
 	req := &createTaskRequest{ContainerID: id, Rootfs: spec.Rootfs, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, Terminal: spec.Terminal}

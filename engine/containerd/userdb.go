@@ -94,7 +94,7 @@ func (e *Engine) scanLayer(ctx context.Context, d containerdapi.Descriptor, file
 		case name == ".wh.etc", name == "etc/.wh..wh..opq":
 			opaque = true
 		case dir == "etc/" && strings.HasPrefix(base, ".wh."):
-			if f := "etc/" + strings.TrimPrefix(base, ".wh."); (f == etcPasswd || f == etcGroup) && !settled[f] {
+			if f := "etc/" + strings.TrimPrefix(base, ".wh."); f == etcPasswd || f == etcGroup {
 				settled[f] = true
 			}
 		case (name == etcPasswd || name == etcGroup) && !settled[name]:

@@ -2,6 +2,7 @@ package ocispec
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -98,11 +99,8 @@ func (db *UserDB) lookup(spec string) (User, error) {
 		}
 	case matched != "":
 		for _, g := range parseGroup(db.Group) {
-			for _, m := range g.members {
-				if m == matched {
-					extra = append(extra, uint32(g.gid))
-					break
-				}
+			if slices.Contains(g.members, matched) {
+				extra = append(extra, uint32(g.gid))
 			}
 		}
 	}
