@@ -35,7 +35,6 @@ FORCE:
 # package (scripts/test.sh): the end-to-end tests mostly wait, and the
 # two together take about as long as the longer alone.
 test: engine docker29 docker28 docker26 containerd
-	@scripts/field-deps.sh
 	scripts/test.sh
 
 # The VM suite (field/): the CaptainOS-like machine and the HookOS-like

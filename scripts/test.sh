@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make test's tests: the Go tests of every package but field/ (go test
-# -race), and beside them the VM suite (field/, as make field runs it),
+# -race), and beside them the VM suite (make field),
 # whose output goes to a log that is printed when both have ended. It
 # fails when either fails.
 #
@@ -14,13 +14,20 @@ log=${FIELD_LOG:-bin/field.log}
 mkdir -p "$(dirname "$log")"
 
 echo "test: the VM suite runs beside the Go tests; its output: $log"
-go test -count=1 -timeout 60m -v ./field/ >"$log" 2>&1 &
+# Each in a process group of its own (set -m), which an interrupted run
+# stops whole (the field's TestMain then kills the VMs); and both in the
+# background, since bash runs a trap only once its foreground command
+# ends, but interrupts a wait.
+set -m
+make --no-print-directory field >"$log" 2>&1 &
 field=$!
-# An interrupted run stops the field too: its TestMain kills the VMs.
-trap 'kill -TERM $field 2>/dev/null; wait $field; exit 130' INT TERM
-
 # shellcheck disable=SC2046 # one argument per package
-go test -race -count=1 -timeout 45m $(go list ./... | grep -v /field)
+go test -race -count=1 -timeout 45m $(go list ./... | grep -v /field) &
+tests=$!
+set +m
+trap 'kill -TERM -- -$tests -$field 2>/dev/null; wait; exit 130' INT TERM
+
+wait $tests
 rc=$?
 
 echo "test: the Go tests ended (exit $rc); waiting for the VM suite"
