@@ -1,6 +1,9 @@
 // Package tinkagent runs actions the way tink-agent (tinkerbell/tinkerbell,
 // tink/agent) does, on its two runtimes: containerd (CaptainOS) and Docker
-// (HookOS). It is a test rig, for the end-to-end tests, the bench, the
+// (HookOS); or, on Docker, as tink-worker (tinkerbell/tink) does. It
+// copies the release an action names (Release: tink-worker, v0.23, v0.24,
+// v0.25, HEAD): how its server reads the template, and how its worker
+// makes, pulls and cleans up the container. It is a test rig, for the end-to-end tests, the bench, the
 // containerd demo and the VM suite's machines (tools/tinkagent); no part
 // of waitdaemon's binary.
 //
@@ -15,13 +18,15 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"regexp"
 	"time"
 )
 
 // Action is one action as tink-agent receives it from the server.
 type Action struct {
+	// Release is the Tinkerbell whose worker runs the action (zero:
+	// Head), as ParseTemplate read it.
+	Release Release
 	// ID is the action's ID in the workflow: the container's name ends
 	// with it.
 	ID   string
@@ -60,6 +65,10 @@ type Result struct {
 	// Output is what the action wrote on stdout and stderr, as the agent
 	// read it.
 	Output string
+	// RemovedAt is when the worker's clean-up after the exit ended: what
+	// it removes before it reports (Finish) is gone, and its report would
+	// go out now.
+	RemovedAt time.Time
 }
 
 // Succeeded reports whether the agent counts r a success.
@@ -67,12 +76,9 @@ func (r Result) Succeeded() bool { return !r.TimedOut && r.ExitCode == 0 }
 
 var invalidName = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
 
-// ContainerName is the agent's name for a's container:
-// tinkerbell_<name>_<action ID>, every character outside [a-zA-Z0-9_.-]
-// made _ (conv.ParseName).
-func (a Action) ContainerName() string {
-	return fmt.Sprintf("tinkerbell_%s_%s", invalidName.ReplaceAllString(a.Name, "_"), invalidName.ReplaceAllString(a.ID, "_"))
-}
+// ContainerName is a's release's name for a's container (see
+// Release.containerName).
+func (a Action) ContainerName() string { return a.Release.containerName(a) }
 
 // NewID is a random 64-hex container ID, as the agent's (and nerdctl's).
 func NewID() string {
@@ -99,5 +105,10 @@ func run[C container](ctx context.Context, a Action, create func(context.Context
 		return Result{Name: a.ContainerName(), TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded), ExitCode: -1}, err
 	}
 	res, err := ctr.Run(ctx)
-	return res, errors.Join(err, ctr.Finish(context.WithoutCancel(ctx), res))
+	// Every worker cleans up before it reports: tink-worker's deferred
+	// RemoveContainer and tink-agent's deferred removals all run before
+	// Execute returns to the report.
+	ferr := ctr.Finish(context.WithoutCancel(ctx), res)
+	res.RemovedAt = time.Now()
+	return res, errors.Join(err, ferr)
 }

@@ -77,22 +77,23 @@ func (r *Containerd) Snapshotter(ctx context.Context) (string, error) {
 	return containerdapi.DefaultSnapshotter, nil
 }
 
-// pullRequest pulls ref into snapshotter with the registries' hosts.toml
-// read from containerd's certs.d, as the agent's pull does.
-func pullRequest(ref, snapshotter string) containerdapi.PullRequest {
-	return containerdapi.PullRequest{Ref: ref, HostDir: containerdapi.DefaultHostDir, Snapshotter: snapshotter}
+// pullRequest pulls ref into snapshotter as r's agent does: HEAD reads
+// the registries' hosts.toml from containerd's certs.d, earlier releases
+// none (Release.hostDir).
+func pullRequest(r Release, ref, snapshotter string) containerdapi.PullRequest {
+	return containerdapi.PullRequest{Ref: ref, HostDir: r.hostDir(), Snapshotter: snapshotter}
 }
 
 // image is a's image unpacked in snapshotter, pulled first if it is not
 // (five tries, 2 s apart and doubling up to 10 s, as the agent's).
-func (r *Containerd) image(ctx context.Context, ref, snapshotter string) (containerdapi.ResolvedImage, error) {
+func (r *Containerd) image(ctx context.Context, rel Release, ref, snapshotter string) (containerdapi.ResolvedImage, error) {
 	img, err := r.C.ImageUnpacked(ctx, ref, containerdapi.DefaultPlatform(), snapshotter)
 	if err == nil {
 		return img, nil
 	}
 	delay := 2 * time.Second
 	for try := 1; ; try++ {
-		err = r.C.Pull(ctx, pullRequest(ref, snapshotter))
+		err = r.C.Pull(ctx, pullRequest(rel, ref, snapshotter))
 		if err == nil || try == 5 || ctx.Err() != nil {
 			break
 		}
@@ -114,6 +115,9 @@ func (r *Containerd) image(ctx context.Context, ref, snapshotter string) (contai
 // snapshotter, the spec of spec.go, generated /etc files, and the task's
 // output to FIFOs it reads. It leaves nothing behind when it fails.
 func (r *Containerd) Create(ctx context.Context, a Action) (_ *Container, err error) {
+	if a.Release == TinkWorker {
+		return nil, fmt.Errorf("action %s: tink-worker runs actions on Docker only", a.Name)
+	}
 	ref, err := imageref.Parse(a.Image)
 	if err != nil {
 		return nil, fmt.Errorf("action %s: image %q: %w", a.Name, a.Image, err)
@@ -124,20 +128,13 @@ func (r *Containerd) Create(ctx context.Context, a Action) (_ *Container, err er
 	}
 	// The image pulled when the namespace lacks it (GetImage, then Pull
 	// with unpack).
-	img, err := r.image(ctx, ref.Qualified(), snapshotter)
+	img, err := r.image(ctx, a.Release, ref.Qualified(), snapshotter)
 	if err != nil {
 		return nil, fmt.Errorf("action %s: %w", a.Name, err)
 	}
 	id := NewID()
 	hostNetwork := a.Network == "host"
-	// The hostname: the ID's first 12 characters, or with the host's
-	// network, the host's name.
-	hostname := id[:12]
-	if hostNetwork {
-		if h, err := os.Hostname(); err == nil {
-			hostname = h
-		}
-	}
+	hostname := hostnameOf(id, hostNetwork)
 	ctr := &Container{
 		ID: id, Name: a.ContainerName(), Snapshotter: snapshotter, Hostname: hostname,
 		c: r.C, output: &relay{to: r.Output},
@@ -161,29 +158,9 @@ func (r *Containerd) Create(ctx context.Context, a Action) (_ *Container, err er
 	if err != nil {
 		return nil, fmt.Errorf("action %s: %w", a.Name, err)
 	}
-	cfg := img.Config.Config
-	// The command: the image's entrypoint and cmd, with the action's cmd
-	// in place of the entrypoint and its args in place of the cmd
-	// (WithImageConfig, withEntrypointOverride, WithImageConfigArgs).
-	args := slices.Concat(cfg.Entrypoint, cfg.Cmd)
-	switch {
-	case a.Cmd != "" && len(a.Args) > 0:
-		// Both: the cmd and the args alone (WithProcessArgs).
-		args = slices.Concat([]string{a.Cmd}, a.Args)
-	case a.Cmd != "":
-		// The entrypoint replaced, the image's cmd kept.
-		args = slices.Concat([]string{a.Cmd}, cfg.Cmd)
-	case len(a.Args) > 0:
-		args = slices.Concat(cfg.Entrypoint, a.Args)
-	}
-	// The environment: containerd's PATH, the image's, then the action's
-	// (WithImageConfig, WithEnv).
-	env := mergeEnv(mergeEnv([]string{defaultPath}, cfg.Env...), a.Env...)
 	ns := cmp.Or(r.C.Namespace, containerdapi.DefaultNamespace)
-	s := spec(specInput{
-		Namespace: ns, ID: id, Args: args, Env: env, Cwd: cmp.Or(cfg.WorkingDir, "/"), Hostname: hostname,
-		Volumes: volumes, Etc: ctr.etc.dir, HostPID: a.PID == "host", HostNetwork: hostNetwork,
-	})
+	cfg := img.Config.Config
+	s := containerSpec(ns, id, hostname, ctr.etc.dir, a, imageConfig{Entrypoint: cfg.Entrypoint, Cmd: cfg.Cmd, Env: cfg.Env, WorkingDir: cfg.WorkingDir}, volumes)
 	if r.Spec != nil {
 		s = r.Spec(s)
 	}
@@ -217,6 +194,50 @@ func (r *Containerd) Create(ctx context.Context, a Action) (_ *Container, err er
 		return nil, fmt.Errorf("creating the task of action %s: %w", a.Name, err)
 	}
 	return ctr, nil
+}
+
+// hostnameOf is a container's hostname: the ID's first 12 characters, or
+// with the host's network, the host's name.
+func hostnameOf(id string, hostNetwork bool) string {
+	if hostNetwork {
+		if h, err := os.Hostname(); err == nil {
+			return h
+		}
+	}
+	return id[:12]
+}
+
+// imageConfig is what of an image's config the spec takes.
+type imageConfig struct {
+	Entrypoint, Cmd, Env []string
+	WorkingDir           string
+}
+
+// containerSpec is the OCI spec of a's container in namespace ns, with
+// ID id, of an image of config cfg, as the agent makes it (spec.go): the
+// same in v0.23.0 to HEAD, given the same action.
+func containerSpec(ns, id, hostname, etc string, a Action, cfg imageConfig, volumes []mount) []byte {
+	// The command: the image's entrypoint and cmd, with the action's cmd
+	// in place of the entrypoint and its args in place of the cmd
+	// (WithImageConfig, withEntrypointOverride, WithImageConfigArgs).
+	args := slices.Concat(cfg.Entrypoint, cfg.Cmd)
+	switch {
+	case a.Cmd != "" && len(a.Args) > 0:
+		// Both: the cmd and the args alone (WithProcessArgs).
+		args = slices.Concat([]string{a.Cmd}, a.Args)
+	case a.Cmd != "":
+		// The entrypoint replaced, the image's cmd kept.
+		args = slices.Concat([]string{a.Cmd}, cfg.Cmd)
+	case len(a.Args) > 0:
+		args = slices.Concat(cfg.Entrypoint, a.Args)
+	}
+	// The environment: containerd's PATH, the image's, then the action's
+	// (WithImageConfig, WithEnv).
+	env := mergeEnv(mergeEnv([]string{defaultPath}, cfg.Env...), a.Env...)
+	return spec(specInput{
+		Namespace: ns, ID: id, Args: args, Env: env, Cwd: cmp.Or(cfg.WorkingDir, "/"), Hostname: hostname,
+		Volumes: volumes, Etc: etc, HostPID: a.PID == "host", HostNetwork: a.Network == "host",
+	})
 }
 
 // parseVolumes are the action's volumes as bind mounts (parseVolumes):

@@ -30,8 +30,9 @@ type DockerContainer struct {
 	// Request is the create request the agent sent.
 	Request dockerapi.CreateRequest
 
-	c      *dockerapi.Client
-	output *relay
+	c       *dockerapi.Client
+	output  *relay
+	release Release
 }
 
 // Run runs a as the agent's Execute does, under a's timeout: the image
@@ -44,10 +45,10 @@ func (d *Docker) Run(ctx context.Context, a Action) (Result, error) {
 }
 
 // Create pulls a's image if the engine lacks it (five tries), and creates
-// its container as the agent does: named tinkerbell_<name>_<action ID>,
-// the env, the command as Cmd after the image's entrypoint, the volumes
-// as binds, privileged, and the pid and network modes of the action's
-// namespaces, each on its own.
+// its container as a's release does (createRequest): named
+// tinkerbell_<name>_<action ID> (tink-worker: action_<name>), the env,
+// the command as Cmd after the image's entrypoint, the volumes as binds,
+// privileged, and the pid and network modes.
 func (d *Docker) Create(ctx context.Context, a Action) (*DockerContainer, error) {
 	if _, err := d.C.ImageInspect(ctx, a.Image); err != nil {
 		ref, perr := imageref.Parse(a.Image)
@@ -67,26 +68,46 @@ func (d *Docker) Create(ctx context.Context, a Action) (*DockerContainer, error)
 			return nil, fmt.Errorf("action %s: pulling %s: %w", a.Name, a.Image, err)
 		}
 	}
-	req := dockerapi.CreateRequest{
-		// The action's cmd as the entrypoint, its args as the cmd.
-		Config: dockerapi.Config{Image: a.Image, Env: a.Env, Cmd: a.Args},
-		HostConfig: dockerapi.HostConfig{
-			Binds: append([]string{}, a.Volumes...),
-			// Privileged, always.
-			Privileged: !d.Unprivileged,
-			// namespaces.pid and namespaces.network, each on its own.
-			PidMode: a.PID, NetworkMode: a.Network,
-		},
-	}
-	if a.Cmd != "" {
-		req.Config.Entrypoint = []string{a.Cmd}
-	}
-	name := a.ContainerName()
+	name, req := d.createRequest(a)
 	created, err := d.C.ContainerCreate(ctx, name, req)
 	if err != nil {
 		return nil, fmt.Errorf("creating action %s: %w", name, err)
 	}
-	return &DockerContainer{ID: created.ID, Name: name, Request: req, c: d.C, output: &relay{to: d.Output}}, nil
+	return &DockerContainer{ID: created.ID, Name: name, Request: req, c: d.C, output: &relay{to: d.Output}, release: a.Release}, nil
+}
+
+// createRequest is the name and body of the create a's worker sends.
+func (d *Docker) createRequest(a Action) (string, dockerapi.CreateRequest) {
+	req := dockerapi.CreateRequest{
+		// The action's args as the cmd, after the image's entrypoint.
+		Config: dockerapi.Config{Image: a.Image, Env: a.Env, Cmd: a.Args},
+		HostConfig: dockerapi.HostConfig{
+			Binds: append([]string{}, a.Volumes...),
+			// Privileged, always (tink-worker: HookOS runs it so).
+			Privileged: !d.Unprivileged,
+			// The pid mode: the top-level pid, or from v0.25.0
+			// namespaces.pid over it (ParseTemplate). The network mode
+			// from v0.25.0's namespaces.network (v0.23.0 and v0.24.0's
+			// runtime sets none; their a.Network is always empty).
+			PidMode: a.PID, NetworkMode: a.Network,
+		},
+	}
+	if a.Release == TinkWorker {
+		// tink-worker (CreateContainer): a terminal and both streams
+		// attached, the workflow's directory bound first
+		// (/worker/<workflow ID>:/workflow), no network mode, and no
+		// entrypoint of its own.
+		req.Config.Tty, req.Config.AttachStdout, req.Config.AttachStderr = true, true, true
+		req.HostConfig.Binds = append([]string{"/worker/" + a.ID + ":/workflow"}, a.Volumes...)
+		req.HostConfig.NetworkMode = ""
+		return a.ContainerName(), req
+	}
+	// tink-agent: the action's cmd (file and NATS transports only) as the
+	// entrypoint.
+	if a.Cmd != "" {
+		req.Config.Entrypoint = []string{a.Cmd}
+	}
+	return a.ContainerName(), req
 }
 
 // Start starts the container, and returns at once.
@@ -153,13 +174,19 @@ func (c *DockerContainer) Run(ctx context.Context) (Result, error) {
 // Output is what the action has written so far.
 func (c *DockerContainer) Output() string { return c.output.String() }
 
-// Finish force-removes the container, whatever its end, as the agent
-// does.
+// Finish force-removes the container, whatever its end, before the
+// report: tink-agent's deferred ContainerRemove (force, 10 s), every
+// release; tink-worker's RemoveContainer (force, with its volumes).
 func (c *DockerContainer) Finish(ctx context.Context, _ Result) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := c.c.ContainerRemove(ctx, c.ID, dockerapi.RemoveOptions{Force: true}); err != nil && !errors.Is(err, dockerapi.ErrNotFound) {
+	if err := c.c.ContainerRemove(ctx, c.ID, c.removeOptions()); err != nil && !errors.Is(err, dockerapi.ErrNotFound) {
 		return fmt.Errorf("removing action %s: %w", c.Name, err)
 	}
 	return nil
+}
+
+// removeOptions: force (tink-agent); force with the volumes (tink-worker).
+func (c *DockerContainer) removeOptions() dockerapi.RemoveOptions {
+	return dockerapi.RemoveOptions{Force: true, Volumes: c.release == TinkWorker}
 }

@@ -2,15 +2,18 @@
 // does, on containerd or Docker (package internal/tinkagent): a test rig
 // for machines that have no Tinkerbell server, such as the VM suite's.
 //
-//	tinkagent -runtime containerd|docker -socket PATH [-namespace tinkerbell] -action FILE
+//	tinkagent -runtime containerd|docker -socket PATH [-namespace tinkerbell] [-release head] -action FILE
 //
-// FILE is one action as a template writes it. The action's output goes to
-// stderr; one JSON line on stdout says how it ended:
+// FILE is one action as a template writes it, or a whole template of one
+// task of one action, read as -release reads it: tink-worker, v0.23,
+// v0.24, v0.25 or head (the default). The action's output goes to
+// stderr; one JSON line on stdout, once the worker's clean-up is done,
+// when it would report, says how it ended:
 //
-//	{"msg":"action exited","action":NAME,"exit_code":N,"at":RFC3339Nano}
+//	{"msg":"action exited","action":NAME,"exit_code":N,"at":RFC3339Nano,"removed_at":RFC3339Nano}
 //
 // ("action timed out" when its timeout passed; exit_code -1 when the action
-// never ran). It exits 0 if the action succeeded, 1 if not, 2 on bad
+// never ran; removed_at when the clean-up before the report ended). It exits 0 if the action succeeded, 1 if not, 2 on bad
 // input. -unprivileged, for Docker engines that cannot start a privileged
 // container, leaves out Privileged, which the agent always sets.
 package main
@@ -48,6 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	socket := fs.String("socket", "", "the engine's unix socket")
 	namespace := fs.String("namespace", containerdapi.DefaultNamespace, "containerd's namespace")
 	file := fs.String("action", "", "a file holding one action of a template, in YAML")
+	release := fs.String("release", "head", "the Tinkerbell whose server and worker to copy: tink-worker, v0.23, v0.24, v0.25 or head")
 	unprivileged := fs.Bool("unprivileged", false, "docker: leave out Privileged, for an engine that cannot start a privileged container")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -63,6 +67,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *socket == "" {
 		return bad("-socket: want the engine's unix socket")
 	}
+	rel, err := tinkagent.ParseRelease(*release)
+	if err != nil {
+		return bad("-release: %v", err)
+	}
 	if *file == "" {
 		return bad("-action: want a file holding one action")
 	}
@@ -70,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad("-action: %v", err)
 	}
-	a, err := tinkagent.ParseTemplateAction(data, strings.ToUpper(tinkagent.NewID()[:26]))
+	a, err := tinkagent.ParseTemplate(data, rel, strings.ToUpper(tinkagent.NewID()[:26]))
 	if err != nil {
 		return bad("-action %s: %v", *file, err)
 	}
@@ -97,12 +105,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if at.IsZero() {
 		at = time.Now()
 	}
+	removed := res.RemovedAt
+	if removed.IsZero() {
+		removed = time.Now()
+	}
 	line, _ := json.Marshal(struct {
-		Msg      string `json:"msg"`
-		Action   string `json:"action"`
-		ExitCode int    `json:"exit_code"`
-		At       string `json:"at"`
-	}{msg, a.Name, res.ExitCode, at.UTC().Format(time.RFC3339Nano)})
+		Msg       string `json:"msg"`
+		Action    string `json:"action"`
+		ExitCode  int    `json:"exit_code"`
+		At        string `json:"at"`
+		RemovedAt string `json:"removed_at"`
+	}{msg, a.Name, res.ExitCode, at.UTC().Format(time.RFC3339Nano), removed.UTC().Format(time.RFC3339Nano)})
 	fmt.Fprintf(stdout, "%s\n", line)
 	if err != nil || !res.Succeeded() {
 		return 1

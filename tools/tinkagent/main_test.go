@@ -18,7 +18,7 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(good, []byte("name: a\nimage: i\ntimeout: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(bad, []byte("name: a\nimage: i\ncmd: x\n"), 0o644); err != nil {
+	if err := os.WriteFile(bad, []byte("name: a\ntimeout: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "none.sock")
@@ -32,7 +32,8 @@ func TestBadInput(t *testing.T) {
 		{"a runtime unknown", []string{"-runtime", "podman", "-socket", sock, "-action", good}, `-runtime "podman": want containerd or docker`},
 		{"no runtime", []string{"-socket", sock, "-action", good}, `-runtime "": want containerd or docker`},
 		{"a missing file", []string{"-runtime", "docker", "-socket", sock, "-action", filepath.Join(dir, "none.yaml")}, "none.yaml: no such file"},
-		{"a field unknown", []string{"-runtime", "docker", "-socket", sock, "-action", bad}, "bad.yaml: want an action of"},
+		{"no image", []string{"-runtime", "docker", "-socket", sock, "-action", bad}, "bad.yaml: an action needs a name and an image"},
+		{"a release unknown", []string{"-runtime", "docker", "-socket", sock, "-release", "v0.22", "-action", good}, `-release: release "v0.22": want one of tink-worker, v0.23, v0.24, v0.25, head`},
 		{"an argument", []string{"-runtime", "docker", "-socket", sock, "-action", good, "more"}, `unexpected arguments ["more"]`},
 		{"a flag unknown", []string{"-runtime", "docker", "-socket", sock, "-action", good, "-x"}, "flag provided but not defined: -x"},
 	} {
