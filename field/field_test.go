@@ -69,8 +69,10 @@ type field struct {
 // Row is one line of the table `make field` prints.
 type Row struct {
 	Scenario, OS, Want, Outcome string
-	ExitToDown, Wall            time.Duration
-	Note                        string
+	// Release is the one the runner copied.
+	Release          string
+	ExitToDown, Wall time.Duration
+	Note             string
 }
 
 // TestMain kills the VMs of a run that is interrupted.
@@ -115,7 +117,7 @@ func TestField(t *testing.T) {
 		}
 		if sc.Skip != "" && !all {
 			mu.Lock()
-			rows = append(rows, Row{Scenario: sc.Name, OS: sc.OS, Want: sc.Want, Outcome: "-", Note: "left out: " + sc.Skip})
+			rows = append(rows, Row{Scenario: sc.Name, OS: sc.OS, Release: string(sc.Release), Want: sc.Want, Outcome: "-", Note: "left out: " + sc.Skip})
 			mu.Unlock()
 			continue
 		}
@@ -270,9 +272,20 @@ fi
 if [ -n "$MOUNT_TARGET" ]; then
 	mkdir -p /mnt/target && mount /dev/sda1 /mnt/target || echo "FIELD-MOUNT-FAILED"
 fi
+if [ "$RUNTIME" = containerd ] && [ "$RELEASE" != head ]; then
+	# v0.23 to v0.25 pull with containerd's default resolver, HTTPS for
+	# the field's plain-HTTP registry: the action's image is there
+	# beforehand, as an HTTPS registry or a baked-in image would have it.
+	img=$(sed -n 's/^[ -]*image: *//p' /field/action.yaml | head -1)
+	if ctr -n tinkerbell images pull --hosts-dir /etc/containerd/certs.d "$img" >/dev/null; then
+		echo "FIELD-PRELOADED $img"
+	else
+		echo "FIELD-PRELOAD-FAILED $img"
+	fi
+fi
 echo "FIELD-CLOCK $(date +%s.%N)"
 echo FIELD-RUNNING
-/field/tinkagent -runtime "$RUNTIME" -socket "$SOCKET" -action /field/action.yaml
+/field/tinkagent -runtime "$RUNTIME" -socket "$SOCKET" -release "$RELEASE" -action /field/action.yaml
 echo "FIELD-RUNNER-EXIT $?"
 if [ "$RUNTIME" = containerd ]; then
 	echo "FIELD-CONTAINERS $(ctr -n tinkerbell containers list -q | tr '\n' ' ')"
@@ -299,7 +312,7 @@ var actionLine = regexp.MustCompile(`\{"msg":"action (exited|timed out)".*\}`)
 
 // run boots sc's machine, runs its action, and watches it go down.
 func (f *field) run(t *testing.T, sc Scenario) Row {
-	row := Row{Scenario: sc.Name, OS: sc.OS, Want: sc.Want}
+	row := Row{Scenario: sc.Name, OS: sc.OS, Want: sc.Want, Release: string(sc.Release)}
 	img := f.images[sc.OS]
 	// Not t.TempDir(): QEMU's options take no commas in a path.
 	dir, err := os.MkdirTemp("", "waitdaemon-field-")
@@ -314,6 +327,7 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 	if sc.MountTarget {
 		env += "MOUNT_TARGET=1\n"
 	}
+	env += "RELEASE=" + string(sc.Release) + "\n"
 	m := Machine{
 		Kernel: img.Kernel, Initrd: img.Initrd, Append: cmdline,
 		Forwards: []Forward{{Guest: 5017, Host: f.registry.Port}},
@@ -501,7 +515,7 @@ func printTable(rows []Row) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Printf("\n%-58s %-10s %-9s %-9s %10s %8s  %s\n", "scenario", "os", "want", "outcome", "exit→down", "wall", "note")
+	fmt.Printf("\n%-58s %-10s %-11s %-9s %-9s %10s %8s  %s\n", "scenario", "os", "release", "want", "outcome", "exit→down", "wall", "note")
 	for _, r := range rows {
 		e2d := "-"
 		if r.ExitToDown > 0 {
@@ -511,6 +525,6 @@ func printTable(rows []Row) {
 		if r.Wall > 0 {
 			wall = fmt.Sprintf("%.0f s", r.Wall.Seconds())
 		}
-		fmt.Printf("%-58s %-10s %-9s %-9s %10s %8s  %s\n", r.Scenario, r.OS, r.Want, r.Outcome, e2d, wall, r.Note)
+		fmt.Printf("%-58s %-10s %-11s %-9s %-9s %10s %8s  %s\n", r.Scenario, r.OS, r.Release, r.Want, r.Outcome, e2d, wall, r.Note)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -37,6 +38,10 @@ type Scenario struct {
 	Result string
 	// Skip says why the scenario is not in the default list.
 	Skip string
+	// Release is the one the runner copies in the machine; Releases those
+	// it stands for, which make the same container (tinkagent.SameSpec).
+	Release  tinkagent.Release
+	Releases []tinkagent.Release
 }
 
 // The images the field pushes to its registry, by the last component
@@ -170,7 +175,7 @@ func NewScenario(name, os, text string) (Scenario, error) {
 		return Scenario{}, fmt.Errorf("want one action in YAML: %v", err)
 	}
 	a := list[0]
-	sc := Scenario{Name: name + " " + a.Name, OS: os, Action: renamed, Want: Reset, Wait: 10}
+	sc := Scenario{Name: name + " " + a.Name, OS: os, Action: renamed, Want: Reset, Wait: 10, Release: tinkagent.Head, Releases: []tinkagent.Release{tinkagent.Head}}
 	if w, err := strconv.Atoi(a.Environment["WAIT_SECONDS"]); err == nil {
 		sc.Wait = w
 	}
@@ -191,20 +196,39 @@ func NewScenario(name, os, text string) (Scenario, error) {
 	return sc, nil
 }
 
-// Scenarios is every template of the docs, on each OS it is for, and the
-// field's own: an action killed at its timeout, a kexec that fails, and
+// Scenarios is every template of the docs, on each OS it is for, under
+// its oldest release and HEAD (byRelease), and the field's own, under
+// HEAD: an action killed at its timeout, a kexec that fails, and
 // busybox's reboot on systemd. HookOS runs each on Docker 28.2 (hookos);
 // the README's HookOS templates, those operators copy, run on Docker 26.1
-// too (hookos26), HookOS v0.9-v0.10's engine.
+// too (hookos26), HookOS v0.9-v0.10's engine: under their oldest
+// release there, and HEAD on 28.2.
 func Scenarios(repo string) ([]Scenario, error) {
-	scs, err := Templates(repo)
+	templates, err := Templates(repo)
 	if err != nil {
 		return nil, err
 	}
-	for _, sc := range scs {
-		if sc.OS == "hookos" && strings.HasPrefix(sc.Name, "README.md ") {
-			sc.OS = "hookos26"
-			scs = append(scs, sc)
+	var scs []Scenario
+	for _, t := range templates {
+		runs, err := byRelease(t)
+		if err != nil {
+			return nil, err
+		}
+		if t.OS != "hookos" || !strings.HasPrefix(t.Name, "README.md ") {
+			scs = append(scs, runs...)
+			continue
+		}
+		// The README's HookOS templates: the oldest release on Docker
+		// 26.1 (HookOS v0.9-v0.10, tink-worker's time), HEAD on 28.2; both
+		// on each when one run serves both.
+		old, head := runs[0], runs[len(runs)-1]
+		old.OS = "hookos26"
+		if len(runs) == 1 {
+			scs = append(scs, head)
+		}
+		scs = append(scs, old)
+		if len(runs) > 1 {
+			scs = append(scs, head)
 		}
 	}
 	for _, os := range []string{"captainos", "hookos"} {

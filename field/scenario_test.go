@@ -1,6 +1,7 @@
 package field
 
 import (
+	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 	"os"
 	"regexp"
 	"slices"
@@ -80,7 +81,7 @@ func TestResultOnDevice(t *testing.T) {
 
 // TestDefaultList: every template, and the field's kexec that fails,
 // is in the default list; the README's HookOS templates run on Docker
-// 28.2 and 26.1 alike.
+// 28.2 and 26.1 alike (under one release or another).
 func TestDefaultList(t *testing.T) {
 	scs, err := Scenarios("..")
 	if err != nil {
@@ -91,7 +92,8 @@ func TestDefaultList(t *testing.T) {
 		if sc.Skip != "" {
 			t.Errorf("%s on %s left out: %s", sc.Name, sc.OS, sc.Skip)
 		}
-		on[sc.Name] = append(on[sc.Name], sc.OS)
+		name, _, _ := strings.Cut(sc.Name, " under ")
+		on[name] = append(on[name], sc.OS)
 	}
 	readme := 0
 	for name, oses := range on {
@@ -150,6 +152,72 @@ func TestCheckResult(t *testing.T) {
 	} {
 		if err := CheckResult(c.want, []byte(c.data)); (err == nil) != c.ok {
 			t.Errorf("CheckResult(%s, %s) = %v, want ok %v", c.want, c.data, err, c.ok)
+		}
+	}
+}
+
+// TestByRelease: every template runs under the oldest release the
+// field's table gives it and under HEAD, on each OS it is for, and the
+// table names no template that is gone.
+func TestByRelease(t *testing.T) {
+	templates, err := Templates("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs, err := Scenarios("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, tpl := range templates {
+		key := tpl.OS + "/" + tpl.Name
+		used[key] = true
+		var under []tinkagent.Release
+		for _, sc := range scs {
+			if strings.TrimSuffix(sc.OS, "26") == tpl.OS && strings.HasPrefix(sc.Name, tpl.Name+" under ") {
+				under = append(under, sc.Releases...)
+				if !slices.Contains(sc.Releases, sc.Release) {
+					t.Errorf("%s on %s runs under %s, not one of %v", sc.Name, sc.OS, sc.Release, sc.Releases)
+				}
+			}
+		}
+		if !slices.Contains(under, oldest[key]) || !slices.Contains(under, tinkagent.Head) {
+			t.Errorf("%s on %s runs under %v; want %s and head", tpl.Name, tpl.OS, under, oldest[key])
+		}
+	}
+	for key := range oldest {
+		if !used[key] {
+			t.Errorf("the field's table names %s, no template", key)
+		}
+	}
+}
+
+// TestByReleaseGroups: a template whose container is the same under two
+// releases is run once for both; one that differs, once each.
+func TestByReleaseGroups(t *testing.T) {
+	for _, tt := range []struct {
+		pid  string
+		want []string
+	}{
+		{"  namespaces:\n    pid: host\n", []string{"x under v0.23+v0.24", "x under v0.25+head"}},
+		{"  pid: host\n", []string{"x under v0.23+v0.24+v0.25+head"}},
+	} {
+		sc, err := NewScenario("x", "captainos", "- name: reboot\n  image: waitdaemon:latest\n  timeout: 90\n  command: [\"kill\", \"-39\", \"1\"]\n"+tt.pid+
+			"  environment:\n    IMAGE: alpine:3.20\n  volumes:\n    - /run/containerd/containerd.sock:/run/containerd/containerd.sock\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Name = "README.md CaptainOS (containerd, no Docker) reboot"
+		runs, err := byRelease(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range runs {
+			got = append(got, strings.Replace(r.Name, sc.Name, "x", 1))
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%q: runs %q, want %q", tt.pid, got, tt.want)
 		}
 	}
 }

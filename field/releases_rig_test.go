@@ -1,0 +1,85 @@
+package field
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+)
+
+// oldest is the oldest release each template says it works on, by OS
+// (hookos stands for hookos26 too) and the scenario's name: the field
+// runs it under that release and under HEAD. CaptainOS came with v0.23;
+// namespaces.network with v0.25; a plain-HTTP action image on CaptainOS
+// needs HEAD's certs.d pull.
+var oldest = map[string]tinkagent.Release{
+	"hookos/README.md HookOS (Docker) reboot":                      tinkagent.TinkWorker,
+	"hookos/README.md HookOS (Docker) kexec":                       tinkagent.TinkWorker,
+	"captainos/README.md CaptainOS (containerd, no Docker) reboot": tinkagent.V023,
+	"captainos/README.md CaptainOS (containerd, no Docker) kexec":  tinkagent.V023,
+	"captainos/README.md A private registry reboot":                tinkagent.Head,
+	"hookos/README.md A private registry reboot":                   tinkagent.TinkWorker,
+	"hookos/docs/templates.md HookOS (Docker) kexec":               tinkagent.TinkWorker,
+	"hookos/docs/templates.md HookOS (Docker) poweroff":            tinkagent.TinkWorker,
+	"hookos/docs/templates.md HookOS (Docker) reboot":              tinkagent.V025,
+	"captainos/docs/templates.md CaptainOS (containerd) kexec":     tinkagent.V025,
+	"captainos/docs/templates.md CaptainOS (containerd) poweroff":  tinkagent.V023,
+}
+
+// runtimeOf is the runtime tink-agent uses on os.
+func runtimeOf(os string) string {
+	if os == "captainos" {
+		return "containerd"
+	}
+	return "docker"
+}
+
+// byRelease is sc under the releases it claims: from its oldest (the
+// table above) to HEAD, those that make the same container
+// (tinkagent.SameSpec) in one group, of which one run serves all. It
+// runs the oldest group and the one with HEAD, each under its oldest
+// release, HEAD's under HEAD itself; one run if they are one group.
+func byRelease(sc Scenario) ([]Scenario, error) {
+	os := strings.TrimSuffix(sc.OS, "26")
+	old, ok := oldest[os+"/"+sc.Name]
+	if !ok {
+		return nil, fmt.Errorf("%s on %s: no oldest release in the field's table (field/releases_rig_test.go)", sc.Name, sc.OS)
+	}
+	i := slices.Index(tinkagent.Releases, old)
+	var groups [][]tinkagent.Release
+	var first []tinkagent.Action
+	for _, r := range tinkagent.Releases[i:] {
+		if r == tinkagent.TinkWorker && os == "captainos" {
+			return nil, fmt.Errorf("%s on %s: tink-worker has no containerd runtime", sc.Name, sc.OS)
+		}
+		a, err := tinkagent.ParseTemplate([]byte(sc.Action), r, "01FIELD")
+		if err != nil {
+			return nil, fmt.Errorf("%s under %s: %w", sc.Name, r, err)
+		}
+		if n := len(groups); n > 0 && tinkagent.SameSpec(runtimeOf(os), first[n-1], a) {
+			groups[n-1] = append(groups[n-1], r)
+			continue
+		}
+		groups, first = append(groups, []tinkagent.Release{r}), append(first, a)
+	}
+	runs := [][]tinkagent.Release{groups[0]}
+	if len(groups) > 1 {
+		runs = append(runs, groups[len(groups)-1])
+	}
+	var out []Scenario
+	for _, g := range runs {
+		s := sc
+		s.Releases, s.Release = g, g[0]
+		if slices.Contains(g, tinkagent.Head) {
+			s.Release = tinkagent.Head
+		}
+		names := make([]string, len(g))
+		for i, r := range g {
+			names[i] = string(r)
+		}
+		s.Name += " under " + strings.Join(names, "+")
+		out = append(out, s)
+	}
+	return out, nil
+}
