@@ -80,6 +80,11 @@ type Engine interface {
 	// gone, and says when that was. A ctx that ends first returns early,
 	// with no error: the caller looks at ctx.
 	ActionExited(ctx context.Context, id string) (Exit, error)
+	// ActionGone waits until the action container is gone, as every
+	// worker removes it before it reports the action's end, or until by,
+	// and says when it saw it gone; gone is false when by or ctx's end
+	// came first (an engine that does not answer counts as not gone).
+	ActionGone(ctx context.Context, id string, by time.Time) (at time.Time, gone bool)
 	// Follow waits for the run of container id whose start was sent at
 	// sent to end, and returns it, with the last tail lines of its output
 	// since since (a run's FinishedAt; empty: all of this run's).

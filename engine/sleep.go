@@ -19,3 +19,22 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// goneEvery is the pause between two looks of WaitGone.
+const goneEvery = 100 * time.Millisecond
+
+// WaitGone asks gone every 100 ms until it says yes, by passes, or ctx
+// ends, and says when it said yes; false if it never did. gone answers
+// false when it cannot tell.
+func WaitGone(ctx context.Context, by time.Time, gone func(context.Context) bool) (time.Time, bool) {
+	ctx, cancel := context.WithDeadline(ctx, by)
+	defer cancel()
+	for {
+		if gone(ctx) {
+			return time.Now(), true
+		}
+		if !Sleep(ctx, goneEvery) {
+			return time.Now(), false
+		}
+	}
+}

@@ -72,7 +72,10 @@ type Row struct {
 	// Release is the one the runner copied.
 	Release          string
 	ExitToDown, Wall time.Duration
-	Note             string
+	// ExitToRemoved and ExitToReport: from the action's exit to the end of
+	// the worker's clean-up, and to its report.
+	ExitToRemoved, ExitToReport time.Duration
+	Note                        string
 }
 
 // TestMain kills the VMs of a run that is interrupted.
@@ -388,19 +391,27 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 		return fail("the guest's kernel panicked before the action exited (%s)", vm.Accel)
 	}
 	var ended struct {
-		Msg      string
-		ExitCode int       `json:"exit_code"`
-		At       time.Time `json:"at"`
+		Msg       string
+		ExitCode  int       `json:"exit_code"`
+		At        time.Time `json:"at"`
+		RemovedAt time.Time `json:"removed_at"`
 	}
 	_ = json.Unmarshal([]byte(actionLine.FindString(exit.Text)), &ended)
 	// The action's exit, on the host's clock: the runner reports it only
 	// after the container's removal, seconds later under TCG, so take its
 	// "at" and the guest clock's offset, which FIELD-CLOCK gave.
-	exitAt := exit.At
+	exitAt, removedAt := exit.At, exit.At
 	if offset, ok := clockOffset(vm); ok && !ended.At.IsZero() {
 		exitAt = ended.At.Add(offset)
+		if !ended.RemovedAt.IsZero() {
+			removedAt = ended.RemovedAt.Add(offset)
+		}
 	}
-	t.Logf("%s: %s, exit code %d, %.1f s after QEMU started, reported %.1f s later", sc.OS, ended.Msg, ended.ExitCode, exitAt.Sub(start).Seconds(), exit.At.Sub(exitAt).Seconds())
+	// The report window's parts: the action's exit, the worker's
+	// clean-up done (what it removes before it reports), the report
+	// (the runner's line, on the host's clock).
+	row.ExitToRemoved, row.ExitToReport = removedAt.Sub(exitAt), exit.At.Sub(exitAt)
+	t.Logf("%s under %s: %s, exit code %d, %.1f s after QEMU started; removed %.2f s later, reported %.2f s after the exit", sc.OS, sc.Release, ended.Msg, ended.ExitCode, exitAt.Sub(start).Seconds(), row.ExitToRemoved.Seconds(), row.ExitToReport.Seconds())
 	if got := engineUp(vm); got != engines[sc.OS] {
 		return fail("the machine runs %q; want %q", got, engines[sc.OS])
 	}
@@ -515,7 +526,7 @@ func printTable(rows []Row) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Printf("\n%-58s %-10s %-11s %-9s %-9s %10s %8s  %s\n", "scenario", "os", "release", "want", "outcome", "exit→down", "wall", "note")
+	fmt.Printf("\n%-58s %-10s %-11s %-9s %-9s %12s %11s %10s %8s  %s\n", "scenario", "os", "release", "want", "outcome", "exit→removed", "exit→report", "exit→down", "wall", "note")
 	for _, r := range rows {
 		e2d := "-"
 		if r.ExitToDown > 0 {
@@ -525,6 +536,10 @@ func printTable(rows []Row) {
 		if r.Wall > 0 {
 			wall = fmt.Sprintf("%.0f s", r.Wall.Seconds())
 		}
-		fmt.Printf("%-58s %-10s %-11s %-9s %-9s %10s %8s  %s\n", r.Scenario, r.OS, r.Release, r.Want, r.Outcome, e2d, wall, r.Note)
+		rm, rp := "-", "-"
+		if r.ExitToReport > 0 {
+			rm, rp = fmt.Sprintf("%.2f s", r.ExitToRemoved.Seconds()), fmt.Sprintf("%.2f s", r.ExitToReport.Seconds())
+		}
+		fmt.Printf("%-58s %-10s %-11s %-9s %-9s %12s %11s %10s %8s  %s\n", r.Scenario, r.OS, r.Release, r.Want, r.Outcome, rm, rp, e2d, wall, r.Note)
 	}
 }

@@ -102,11 +102,14 @@ func (w WaiterArgs) Args() []string {
 // waited is the waiter's account of the wait, logged when it starts the
 // user container.
 type waited struct {
-	User          string `json:"user_container"`
-	ActionExited  string `json:"action_exited"`
+	User         string `json:"user_container"`
+	ActionExited string `json:"action_exited"`
+	// CountedFrom is when the wait counted from: the later of the
+	// action's exit and its removal (countFrom).
+	CountedFrom   string `json:"counted_from"`
 	StartSent     string `json:"start_sent"`
 	Wait          int    `json:"wait_seconds"`
-	LateMS        int64  `json:"late_ms"` // start_sent - action_exited - wait
+	LateMS        int64  `json:"late_ms"` // start_sent - counted_from - wait
 	ActionRemoved bool   `json:"action_removed,omitempty"`
 }
 

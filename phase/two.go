@@ -47,6 +47,8 @@ type waiter struct {
 	WaiterArgs
 	eng engine.Engine
 	o   Options
+	// from is when WAIT_SECONDS counted from (countFrom).
+	from time.Time
 }
 
 // Two is phase 2, run as the detached waiter container that phase 1
@@ -69,7 +71,8 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 	if exit.Known && exit.Code != 0 {
 		return w.actionFailed(ctx, exit.Code)
 	}
-	if !engine.Sleep(ctx, time.Until(exit.At.Add(time.Duration(w.WaitSeconds)*time.Second))) {
+	w.from = w.countFrom(ctx, exit)
+	if !engine.Sleep(ctx, time.Until(w.from.Add(time.Duration(w.WaitSeconds)*time.Second))) {
 		return w.cancel() // a signal during the action or the wait
 	}
 	res, err := w.runUser(ctx, exit)
@@ -85,6 +88,26 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 	fctx, stop := graceAfter(ctx, finishGrace)
 	defer stop()
 	return w.finish(fctx, res)
+}
+
+// removalBound bounds how long after the action's exit the wait for its
+// removal goes on, for a worker that never removes it.
+var removalBound = 60 * time.Second
+
+// countFrom is when WAIT_SECONDS counts from: the later of the action's
+// exit and its removal, since every worker removes the action container
+// before it reports (tink-worker's force-remove; tink-agent's on Docker,
+// and its task, container and snapshot on containerd), bounded at
+// removalBound after the exit.
+func (w *waiter) countFrom(ctx context.Context, exit engine.Exit) time.Time {
+	if exit.Removed {
+		return exit.At // gone already when its exit was learnt
+	}
+	at, _ := w.eng.ActionGone(ctx, w.ActionContainer, exit.At.Add(removalBound))
+	if at.Before(exit.At) {
+		return exit.At
+	}
+	return at
 }
 
 // graceAfter is a context that ctx's end does not end at once, but grace
@@ -173,8 +196,8 @@ func (w *waiter) onFirstStart(n int, exit engine.Exit) func(sent time.Time) {
 	return func(sent time.Time) {
 		if n == 1 {
 			logEvent(w.o.Stdout, "started user container", waited{
-				User: w.UserContainer, ActionExited: stamp(exit.At), StartSent: stamp(sent), Wait: w.WaitSeconds,
-				LateMS: sent.Sub(exit.At).Milliseconds() - int64(w.WaitSeconds)*1000, ActionRemoved: exit.Removed,
+				User: w.UserContainer, ActionExited: stamp(exit.At), CountedFrom: stamp(w.from), StartSent: stamp(sent), Wait: w.WaitSeconds,
+				LateMS: sent.Sub(w.from).Milliseconds() - int64(w.WaitSeconds)*1000, ActionRemoved: exit.Removed,
 			})
 		}
 	}

@@ -181,6 +181,50 @@ func TestTwoWaits(t *testing.T) {
 	}
 }
 
+// TestTwoCountsFromRemoval: the wait counts from the later of the
+// action's exit and its removal, as the worker reports only once it has
+// removed it; for a worker that never removes it, from removalBound
+// after the exit.
+func TestTwoCountsFromRemoval(t *testing.T) {
+	defer func(b time.Duration) { removalBound = b }(removalBound)
+	removalBound = 1500 * time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		after     time.Duration // the removal, after the exit
+		kept      bool
+		wantFrom  time.Duration // counted from, after the exit
+		wantStart time.Duration // the start, after the exit, at least
+	}{
+		{name: "removed 800 ms after the exit", after: 800 * time.Millisecond, wantFrom: 800 * time.Millisecond, wantStart: 1800 * time.Millisecond},
+		{name: "never removed: the bound", kept: true, wantFrom: 1500 * time.Millisecond, wantStart: 2500 * time.Millisecond},
+		{name: "removed at the exit", wantFrom: 0, wantStart: time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := waiterFake(false)
+			eng.ExitedAt = time.Now()
+			eng.RemovedAfter, eng.ActionKept = tc.after, tc.kept
+			args := waiterArgs(0, false)
+			args.WaitSeconds = 1
+			var out bytes.Buffer
+			if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
+				t.Fatal(err)
+			}
+			var started waited
+			for _, l := range strings.Split(out.String(), "\n") {
+				if strings.Contains(l, `"msg":"started user container"`) {
+					_ = json.Unmarshal([]byte(l), &started)
+				}
+			}
+			sent, err := time.Parse(time.RFC3339Nano, started.StartSent)
+			from, ferr := time.Parse(time.RFC3339Nano, started.CountedFrom)
+			if err != nil || ferr != nil || sent.Sub(eng.ExitedAt) < tc.wantStart || sent.Sub(eng.ExitedAt) > tc.wantStart+700*time.Millisecond ||
+				from.Sub(eng.ExitedAt) < tc.wantFrom || from.Sub(eng.ExitedAt) > tc.wantFrom+300*time.Millisecond {
+				t.Errorf("counted from %s, start sent %s (%v, %v); want from %v after the exit at %s, the start %v after it", started.CountedFrom, started.StartSent, err, ferr, tc.wantFrom, stamp(eng.ExitedAt), tc.wantStart)
+			}
+		})
+	}
+}
+
 // TestTwoLate: a waiter that learns of the action's exit after the wait
 // was already over starts the user container at once, and late_ms says by
 // how much it missed the moment: the time since the exit, less the wait.

@@ -76,6 +76,7 @@ func Run(t *testing.T, row Row) {
 		{"RunsUntilRemoved", (*suite).runsUntilRemoved},
 		{"ActionExited", (*suite).actionExited},
 		{"ActionExitedGone", (*suite).actionExitedGone},
+		{"ActionGone", (*suite).actionGone},
 		{"CreateAgain", (*suite).createAgain},
 		{"StartAgain", (*suite).startAgain},
 		{"KeepAgain", (*suite).keepAgain},
@@ -371,6 +372,29 @@ func (s *suite) actionExitedGone() {
 	exit, err := s.eng.ActionExited(s.ctx, id)
 	if err != nil || !exit.Removed || exit.At.IsZero() {
 		s.t.Errorf("ActionExited of a container that is gone: %+v, %v; want it removed, now", exit, err)
+	}
+}
+
+// actionGone: ActionGone waits for the container's removal, and says
+// when it saw it; one not removed by then is not gone.
+func (s *suite) actionGone() {
+	id := s.create(s.row.Action(s.t), "action", 0)
+	if at, gone := s.eng.ActionGone(s.ctx, id, time.Now().Add(500*time.Millisecond)); gone {
+		s.t.Errorf("ActionGone of a container still there: gone at %v; want not gone by the bound", at)
+	}
+	removed := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(time.Second)
+		err := s.eng.Remove(s.ctx, id)
+		if err != nil {
+			s.t.Errorf("Remove: %v", err)
+		}
+		removed <- time.Now()
+	}()
+	at, gone := s.eng.ActionGone(s.ctx, id, time.Now().Add(time.Minute))
+	done := <-removed
+	if !gone || at.Before(done.Add(-time.Second)) || at.After(done.Add(time.Second)) {
+		s.t.Errorf("ActionGone: %v, gone %v; want gone, within a second of the removal at %v", at, gone, done)
 	}
 }
 

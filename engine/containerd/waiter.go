@@ -321,6 +321,16 @@ func cgroupID(cgroup, namespace string) string {
 // not answer (restarting, say) while it waits for a task.
 const engineLost = 2 * time.Minute
 
+// ActionGone waits until the action container is gone (the agent
+// deletes the task, then the container with its snapshot), or until by:
+// a look every 100 ms.
+func (e *Engine) ActionGone(ctx context.Context, id string, by time.Time) (time.Time, bool) {
+	return engine.WaitGone(ctx, by, func(ctx context.Context) bool {
+		_, err := e.C.ContainerGet(ctx, id)
+		return errors.Is(err, containerdapi.ErrNotFound)
+	})
+}
+
 // ActionExited waits for the action's task to exit, and returns when it
 // did by the daemon's clock. tink-agent deletes the task 34–94 ms after
 // an exit 0: a task already gone counts as removed now.

@@ -161,6 +161,15 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 	}
 }
 
+// ActionGone waits until the action container is gone (the worker's
+// force-remove), or until by: an inspect every 100 ms.
+func (e *Engine) ActionGone(ctx context.Context, id string, by time.Time) (time.Time, bool) {
+	return engine.WaitGone(ctx, by, func(ctx context.Context) bool {
+		_, err := e.C.ContainerInspect(ctx, id)
+		return errors.Is(err, dockerapi.ErrNotFound)
+	})
+}
+
 // pollExit inspects container every exitPollEvery while it runs, and
 // sends when and how it stopped once it has. It gives up quietly when the
 // container is gone or the engine does not answer: the wait says.

@@ -55,6 +55,10 @@ type Engine struct {
 	ExitedAt      time.Time
 	ActionCode    int
 	ActionRemoved bool
+	// RemovedAfter is how long after its exit the worker removes the
+	// action container (ActionGone); ActionKept: never.
+	RemovedAfter time.Duration
+	ActionKept   bool
 	// PullTakes is how long a pull takes, unless its ctx ends first.
 	PullTakes time.Duration
 	// Block makes ActionExited (key "ActionExited"), Follow (key
@@ -475,6 +479,35 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 		return engine.Exit{At: at, Removed: true}, nil
 	}
 	return engine.Exit{At: at, Code: e.ActionCode, Known: true}, nil
+}
+
+// ActionGone is not among Calls: it only looks.
+func (e *Engine) ActionGone(ctx context.Context, id string, by time.Time) (time.Time, bool) {
+	if id != e.Action.ID && id != e.Action.Name {
+		// A container the fake made: gone once removed.
+		return engine.WaitGone(ctx, by, func(context.Context) bool {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return e.find(id) == nil
+		})
+	}
+	if e.ActionKept {
+		engine.Sleep(ctx, time.Until(by))
+		return time.Now(), false
+	}
+	at := e.ExitedAt
+	if at.IsZero() {
+		at = time.Now()
+	}
+	at = at.Add(e.RemovedAfter)
+	if at.After(by) {
+		engine.Sleep(ctx, time.Until(by))
+		return time.Now(), false
+	}
+	if !engine.Sleep(ctx, time.Until(at)) {
+		return time.Now(), false
+	}
+	return at, true
 }
 
 // exited is ActionExited of a container the fake made: gone, it counts as
