@@ -39,7 +39,7 @@ func runtimeOf(os string) string {
 // table above) to HEAD, those that make the same container
 // (tinkagent.SameSpec) in one group, of which one run serves all. It
 // runs the oldest group and the one with HEAD, each under its oldest
-// release, HEAD's under HEAD itself; one run if they are one group.
+// release; one run if they are one group.
 func byRelease(sc Scenario) ([]Scenario, error) {
 	os := strings.TrimSuffix(sc.OS, "26")
 	old, ok := oldest[os+"/"+sc.Name]
@@ -71,9 +71,6 @@ func byRelease(sc Scenario) ([]Scenario, error) {
 	for _, g := range runs {
 		s := sc
 		s.Releases, s.Release = g, g[0]
-		if slices.Contains(g, tinkagent.Head) {
-			s.Release = tinkagent.Head
-		}
 		names := make([]string, len(g))
 		for i, r := range g {
 			names[i] = string(r)
