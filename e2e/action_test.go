@@ -228,26 +228,34 @@ func testInheritance(t *testing.T, c *dockerapi.Client) {
 	}
 }
 
-// checkTiming checks that the waiter sent the start request wait seconds
-// after the worker saw the action exit, within maxLate, and logs the
-// engine's own start time, which comes on top.
+// checkTiming checks that the waiter counted the wait from the worker's
+// removal of the action container (after its exit, within a look of the
+// removal) and sent the start request wait seconds after that, within
+// maxLate, and logs the engine's own start time, which comes on top.
 func checkTiming(t *testing.T, r ran, started, exited map[string]any, wait int) {
 	t.Helper()
 	sent, err := time.Parse(time.RFC3339Nano, started["start_sent"].(string))
 	if err != nil {
 		t.Fatalf("start_sent: %v", err)
 	}
-	late := sent.Sub(r.FinishedAt) - time.Duration(wait)*time.Second
+	from, err := time.Parse(time.RFC3339Nano, started["counted_from"].(string))
+	if err != nil {
+		t.Fatalf("counted_from: %v", err)
+	}
+	if from.Before(r.FinishedAt) || from.After(r.Removed.Add(maxLate+100*time.Millisecond)) {
+		t.Errorf("the wait counted from %v, want after the action's exit at %v and within a look (100 ms) and %v of its removal at %v", from, r.FinishedAt, maxLate, r.Removed)
+	}
+	late := sent.Sub(from) - time.Duration(wait)*time.Second
 	userStarted, _ := time.Parse(time.RFC3339Nano, exited["started_at"].(string))
-	engineLate := userStarted.Sub(r.FinishedAt) - time.Duration(wait)*time.Second
-	t.Logf("start request sent %v after exit + WAIT_SECONDS; the user container started %v after it (engine)", late, engineLate)
+	engineLate := userStarted.Sub(from) - time.Duration(wait)*time.Second
+	t.Logf("removed %v after the exit; start request sent %v after removal + WAIT_SECONDS; the user container started %v after it (engine)", from.Sub(r.FinishedAt), late, engineLate)
 	if math.Abs(float64(late)) > float64(maxLate) {
-		t.Errorf("start request sent %v after the action's exit + %ds, want within ±%v", late, wait, maxLate)
+		t.Errorf("start request sent %v after the action's removal + %ds, want within ±%v", late, wait, maxLate)
 	}
 	// The engine's own start time comes on top; it only has to follow the
 	// request, since a loaded machine can take seconds.
 	if engineLate < late || engineLate > late+20*time.Second {
-		t.Errorf("the engine started the user container %v after exit + %ds, want after the request (%v) and within 20s of it", engineLate, wait, late)
+		t.Errorf("the engine started the user container %v after removal + %ds, want after the request (%v) and within 20s of it", engineLate, wait, late)
 	}
 }
 

@@ -255,6 +255,9 @@ type ran struct {
 	Logs       string
 	// Privileged: the worker made the action privileged.
 	Privileged bool
+	// Removed is when the worker's removal of the container returned,
+	// before it would report.
+	Removed time.Time
 }
 
 // runAction runs a like a worker of the given shape: create, start, wait
@@ -332,7 +335,7 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 	if err := c.ContainerRemove(ctx, created.ID, dockerapi.RemoveOptions{Force: true, Volumes: true}); err != nil {
 		t.Fatalf("worker: %v", err)
 	}
-	return ran{ID: created.ID, Name: name, ExitCode: res.StatusCode, FinishedAt: finished, Logs: out.String(), Privileged: body.HostConfig.Privileged}
+	return ran{ID: created.ID, Name: name, ExitCode: res.StatusCode, FinishedAt: finished, Logs: out.String(), Privileged: body.HostConfig.Privileged, Removed: time.Now()}
 }
 
 // runAgent runs a as tink-agent's Docker runtime does (package
@@ -360,7 +363,7 @@ func runAgent(t *testing.T, ctx context.Context, c *dockerapi.Client, a action, 
 	if err := ctr.Finish(ctx, res); err != nil {
 		t.Fatalf("agent: %v", err)
 	}
-	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output, Privileged: ctr.Request.HostConfig.Privileged}
+	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output, Privileged: ctr.Request.HostConfig.Privileged, Removed: time.Now()}
 }
 
 // agentAction is a as the server sends it to tink-agent, with action ID

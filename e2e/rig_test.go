@@ -149,7 +149,7 @@ func (r containerdRig) run(t *testing.T, sh shape, a action) ran {
 		t.Fatalf("agent: %v", err)
 	}
 	// Privileged always, as the agent's spec (spec.go) makes it.
-	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output, Privileged: true}
+	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output, Privileged: true, Removed: time.Now()}
 }
 
 // cdAgentAction is the action tink-agent gets for a container named full
