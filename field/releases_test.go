@@ -20,21 +20,36 @@ var Releases = []string{"tink-worker", "v0.23", "v0.24", "v0.25", "HEAD"}
 // claimLine is the first line of every template: the oldest release it
 // works on, "# Tinkerbell: tink-worker, tink-agent v0.23 and later",
 // "# Tinkerbell: tink-agent v0.25 and later" or "# Tinkerbell: tink-agent
-// HEAD only (...)".
-var claimLine = regexp.MustCompile(`^# Tinkerbell: (tink-worker, )?tink-agent (v0\.2[3-9] and later|HEAD only)`)
+// HEAD only"; a template for both OSes whose claims differ gives
+// HookOS's after the other's, "...; HookOS: tink-worker, ...".
+var (
+	claimLine = regexp.MustCompile(`^# Tinkerbell: (.*)$`)
+	claim     = regexp.MustCompile(`^(tink-worker, )?tink-agent (v0\.2[3-9] and later|HEAD only)`)
+)
 
-// OldestRelease is the oldest of Releases that a template claims, by its
-// first line; it works on that one and every later one.
-func OldestRelease(text string) (string, error) {
+// OldestRelease is the oldest of Releases that a template claims on os,
+// by its first line; it works on that one and every later one.
+func OldestRelease(text, os string) (string, error) {
 	first, _, _ := strings.Cut(text, "\n")
 	m := claimLine.FindStringSubmatch(first)
-	switch {
-	case m == nil:
+	if m == nil {
 		return "", fmt.Errorf("its first line is %q, want the oldest release it works on, like %q", first, "# Tinkerbell: tink-worker, tink-agent v0.23 and later")
-	case m[1] != "":
+	}
+	said := m[1]
+	if other, hookos, ok := strings.Cut(said, "; HookOS: "); ok {
+		said = other
+		if os == "hookos" {
+			said = hookos
+		}
+	}
+	c := claim.FindStringSubmatch(said)
+	switch {
+	case c == nil:
+		return "", fmt.Errorf("%q: want the oldest release it works on, like %q", first, "# Tinkerbell: tink-worker, tink-agent v0.23 and later")
+	case c[1] != "":
 		return "tink-worker", nil
 	}
-	oldest := strings.TrimSuffix(strings.TrimSuffix(m[2], " and later"), " only")
+	oldest := strings.TrimSuffix(strings.TrimSuffix(c[2], " and later"), " only")
 	if !slices.Contains(Releases, oldest) {
 		return "", fmt.Errorf("%q: no such release; want one of %v", first, Releases)
 	}
@@ -79,10 +94,6 @@ var registryPort = regexp.MustCompile(`(?m)^\s*(?:- )?(?:image|IMAGE|WAITDAEMON_
 // default resolver).
 func checkReleases(doc string, b block) []string {
 	where := fmt.Sprintf("%s, %q", doc, b.heading)
-	oldest, err := OldestRelease(b.text)
-	if err != nil {
-		return []string{fmt.Sprintf("%s: %v", where, err)}
-	}
 	var list []releaseAction
 	if err := yaml.Unmarshal([]byte(b.text), &list); err != nil || len(list) != 1 {
 		return []string{fmt.Sprintf("%s: want one action: %v", where, err)}
@@ -94,25 +105,29 @@ func checkReleases(doc string, b block) []string {
 		return []string{fmt.Sprintf("%s: %v", where, err)}
 	}
 	var errs []string
-	claims := Releases[slices.Index(Releases, oldest):]
 	for _, sc := range scs {
+		oldest, err := OldestRelease(b.text, sc.OS)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s on %s: %v", where, sc.OS, err))
+			continue
+		}
 		if sc.OS == "captainos" && oldest == "tink-worker" {
 			errs = append(errs, fmt.Sprintf("%s: claims tink-worker, which runs no CaptainOS", where))
 		}
 		if sc.OS == "captainos" && registryPort.MatchString(b.text) && oldest != "HEAD" {
 			errs = append(errs, fmt.Sprintf("%s: pulls from a private registry on CaptainOS and claims %s; only HEAD's tink-agent pulls through certs.d", where, oldest))
 		}
+		if a.Namespaces != nil && a.Namespaces.Network != "" && slices.Index(Releases, oldest) < slices.Index(Releases, "v0.25") {
+			errs = append(errs, fmt.Sprintf("%s on %s: namespaces.network, read from v0.25 only, and claims %s", where, sc.OS, oldest))
+		}
 		if sc.Want == StayedUp {
 			continue
 		}
-		for _, r := range claims {
+		for _, r := range Releases[slices.Index(Releases, oldest):] {
 			if pid := pidOn(r, a); pid != "host" {
 				errs = append(errs, fmt.Sprintf("%s on %s: takes the machine down, and under %s its pid namespace is %q, not the host's (a top-level `pid: host` is read by every release; namespaces.pid only from v0.25)", where, sc.OS, r, pid))
 			}
 		}
-	}
-	if a.Namespaces != nil && a.Namespaces.Network != "" && slices.Index(Releases, oldest) < slices.Index(Releases, "v0.25") {
-		errs = append(errs, fmt.Sprintf("%s: namespaces.network, read from v0.25 only, and claims %s", where, oldest))
 	}
 	return errs
 }
@@ -163,17 +178,19 @@ func TestReleaseRules(t *testing.T) {
 			}
 		}
 	}
-	for _, tc := range []struct{ first, want string }{
-		{"# Tinkerbell: tink-worker, tink-agent v0.23 and later", "tink-worker"},
-		{"# Tinkerbell: tink-agent v0.23 and later", "v0.23"},
-		{"# Tinkerbell: tink-agent v0.25 and later", "v0.25"},
-		{"# Tinkerbell: tink-agent HEAD only (v0.25.0 cannot pull plain HTTP)", "HEAD"},
-		{"# Tinkerbell: tink-agent v0.29 and later", ""},
-		{"- name: reboot", ""},
+	for _, tc := range []struct{ first, os, want string }{
+		{"# Tinkerbell: tink-worker, tink-agent v0.23 and later", "hookos", "tink-worker"},
+		{"# Tinkerbell: tink-agent v0.23 and later", "captainos", "v0.23"},
+		{"# Tinkerbell: tink-agent v0.25 and later (namespaces.network)", "hookos", "v0.25"},
+		{"# Tinkerbell: tink-agent HEAD only on CaptainOS; HookOS: tink-worker, tink-agent v0.23 and later", "captainos", "HEAD"},
+		{"# Tinkerbell: tink-agent HEAD only on CaptainOS; HookOS: tink-worker, tink-agent v0.23 and later", "hookos", "tink-worker"},
+		{"# Tinkerbell: tink-agent v0.29 and later", "hookos", ""},
+		{"# Tinkerbell: every release", "hookos", ""},
+		{"- name: reboot", "hookos", ""},
 	} {
-		got, err := OldestRelease(tc.first + "\n- name: x\n")
+		got, err := OldestRelease(tc.first+"\n- name: x\n", tc.os)
 		if got != tc.want || (err == nil) != (tc.want != "") {
-			t.Errorf("OldestRelease(%q) = %q, %v; want %q", tc.first, got, err, tc.want)
+			t.Errorf("OldestRelease(%q, %s) = %q, %v; want %q", tc.first, tc.os, got, err, tc.want)
 		}
 	}
 	// A template that loses the host's pid namespace under a release it
