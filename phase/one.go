@@ -179,7 +179,7 @@ func canGoDown(s Settings, self engine.Self) error {
 		return bad("WAITDAEMON_DOWN_WITHIN", v, "an action that shares the host's pid namespace, to take the machine down: set `pid: host` on the action (every Tinkerbell release reads it; namespaces.pid only v0.25 and later). "+
 			"The user container and the fallback have the action's; in a pid namespace of their own, kill 1 signals their own init, reboot -f ends only that namespace and a kexec fails with EINVAL")
 	case !self.CanBoot:
-		return bad("WAITDAEMON_DOWN_WITHIN", v, "an action that holds CAP_SYS_BOOT, to take the machine down: make it privileged, as Tinkerbell's workers do, or add SYS_BOOT to its capabilities. "+
+		return bad("WAITDAEMON_DOWN_WITHIN", v, "an action that holds CAP_SYS_BOOT, to take the machine down: make it privileged, as Tinkerbell's workers do, or add SYS_BOOT to its capabilities, in the host's user namespace. "+
 			"The user container and the fallback have the action's capabilities; without CAP_SYS_BOOT, reboot(2) fails (reboot -f, poweroff -f, a kexec)")
 	}
 	return nil

@@ -38,6 +38,10 @@ func TestDownFacts(t *testing.T) {
 		}, true, false},
 		{"CAP_SYS_BOOT bounding only", func(s *Spec) { s.Process.Rest = caps(boot, []string{"CAP_CHOWN"}) }, true, false},
 		{"CAP_SYS_BOOT added", func(s *Spec) { s.Process.Rest = caps(boot, boot) }, true, true},
+		{"a user namespace of its own", func(s *Spec) { s.Linux.Namespaces = append(s.Linux.Namespaces, Namespace{Type: UserNamespace}) }, true, false},
+		{"the host's user namespace", func(s *Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, Namespace{Type: UserNamespace, Path: "/proc/1/ns/user"})
+		}, true, true},
 	}
 	for _, tc := range cases {
 		name := "reboot"

@@ -88,6 +88,7 @@ const (
 	NetworkNamespace = "network"
 	UTSNamespace     = "uts"
 	PIDNamespace     = "pid"
+	UserNamespace    = "user"
 )
 
 // Rest is the JSON members of an object that its Go type does not
@@ -291,9 +292,16 @@ const SysBoot = "CAP_SYS_BOOT"
 // CanBoot reports whether the process of a container with spec s holds
 // CAP_SYS_BOOT: in its bounding set, and in its effective set, which the
 // runtime gives the process as the spec says. A process with no
-// capabilities member has none.
+// capabilities member has none; nor does one in a user namespace of its
+// own, as reboot(2) asks for it in the user namespace that owns the
+// host's pid namespace, the host's.
 func CanBoot(s Spec) bool {
 	if s.Process == nil {
+		return false
+	}
+	if s.Linux != nil && slices.ContainsFunc(s.Linux.Namespaces, func(ns Namespace) bool {
+		return ns.Type == UserNamespace && ns.Path != "/proc/1/ns/user"
+	}) {
 		return false
 	}
 	var caps struct{ Bounding, Effective []string }
