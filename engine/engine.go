@@ -118,6 +118,12 @@ type Self struct {
 	Name    string
 	FoundBy string   // how it was found, for the hand-off line
 	Env     []string // its environment, where the action's settings are
+	// HostPID: it shares the host's pid namespace, and so does a
+	// container planned from it (inheritance keeps it).
+	HostPID bool
+	// CanBoot: its process holds CAP_SYS_BOOT, which reboot(2) needs,
+	// and so does a container planned from it.
+	CanBoot bool
 	// Detail is the engine's own record of the container. Only the
 	// engine that made it reads it.
 	Detail any

@@ -157,8 +157,8 @@ func TestCheckResult(t *testing.T) {
 }
 
 // TestByRelease: every template runs under the oldest release the
-// field's table gives it and under HEAD, on each OS it is for, and the
-// table names no template that is gone.
+// field's table gives it, which its first line claims, and under HEAD,
+// on each OS it is for, and the table names no template that is gone.
 func TestByRelease(t *testing.T) {
 	templates, err := Templates("..")
 	if err != nil {
@@ -172,6 +172,10 @@ func TestByRelease(t *testing.T) {
 	for _, tpl := range templates {
 		key := tpl.OS + "/" + tpl.Name
 		used[key] = true
+		// The table agrees with the template's own first line.
+		if claimed, err := OldestRelease(tpl.Action, tpl.OS); err != nil || !strings.EqualFold(claimed, string(oldest[key])) {
+			t.Errorf("%s on %s: the field's table says %s, the template %q (%v)", tpl.Name, tpl.OS, oldest[key], claimed, err)
+		}
 		var under []tinkagent.Release
 		for _, sc := range scs {
 			if strings.TrimSuffix(sc.OS, "26") == tpl.OS && strings.HasPrefix(sc.Name, tpl.Name+" under ") {

@@ -227,6 +227,7 @@ func toSelf(ctr dockerapi.Container, foundBy string) engine.Self {
 	return engine.Self{
 		ID: ctr.ID, Name: strings.TrimPrefix(ctr.Name, "/"), FoundBy: foundBy,
 		Env: ctr.Config.Env, Detail: &self{ctr: ctr},
+		HostPID: hostconfig.HostPID(ctr.HostConfig), CanBoot: hostconfig.CanBoot(ctr.HostConfig),
 	}
 }
 

@@ -20,7 +20,8 @@ type Docker struct {
 	Output io.Writer
 	// Unprivileged leaves out Privileged, which the agent always sets:
 	// for an engine that cannot start a privileged container (Docker
-	// 20.10 on the development machines).
+	// 20.10 on the development machines). The action gets CAP_SYS_BOOT
+	// alone instead, which a run that must take the machine down needs.
 	Unprivileged bool
 }
 
@@ -91,6 +92,10 @@ func (d *Docker) createRequest(a Action) (string, dockerapi.CreateRequest) {
 			// runtime sets none; their a.Network is always empty).
 			PidMode: a.PID, NetworkMode: a.Network,
 		},
+	}
+	if d.Unprivileged {
+		// The reboot's capability alone, in Privileged's place.
+		req.HostConfig.CapAdd = []string{"SYS_BOOT"}
 	}
 	if a.Release == TinkWorker {
 		// tink-worker (CreateContainer): a terminal and both streams

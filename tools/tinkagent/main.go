@@ -13,9 +13,11 @@
 //	{"msg":"action exited","action":NAME,"exit_code":N,"at":RFC3339Nano,"removed_at":RFC3339Nano}
 //
 // ("action timed out" when its timeout passed; exit_code -1 when the action
-// never ran; removed_at when the clean-up before the report ended). It exits 0 if the action succeeded, 1 if not, 2 on bad
-// input. -unprivileged, for Docker engines that cannot start a privileged
-// container, leaves out Privileged, which the agent always sets.
+// never ran; removed_at when the clean-up before the report ended). It
+// exits 0 if the action succeeded, 1 if not, 2 on bad input.
+// -unprivileged, for Docker engines that cannot start a privileged
+// container, leaves out Privileged, which the agent always sets, and
+// gives the action CAP_SYS_BOOT alone.
 package main
 
 import (
@@ -52,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	namespace := fs.String("namespace", containerdapi.DefaultNamespace, "containerd's namespace")
 	file := fs.String("action", "", "a file holding one action of a template, in YAML")
 	release := fs.String("release", "head", "the Tinkerbell whose server and worker to copy: tink-worker, v0.23, v0.24, v0.25 or head")
-	unprivileged := fs.Bool("unprivileged", false, "docker: leave out Privileged, for an engine that cannot start a privileged container")
+	unprivileged := fs.Bool("unprivileged", false, "docker: leave out Privileged (CAP_SYS_BOOT alone instead), for an engine that cannot start a privileged container")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
