@@ -126,24 +126,31 @@ func (w *waiter) answer(ctx context.Context, msg string, details any) {
 }
 
 // runUser runs the user container, and again while it fails, up to
-// Retries times, then the fallback once if it still failed. Its error is
-// ctx's when ctx ended while a run was followed: that run goes on. A
-// ctx that ends in the pause before a re-run stops the re-runs: the
-// result says so, and the fallback still starts.
+// Retries times, then the fallback once if it still failed. Each re-run
+// is a fresh container made from the first (rerun), so that it starts
+// from the image as the first did. Its error is ctx's when ctx ended
+// while a run was followed: that run goes on. A ctx that ends in the
+// pause before a re-run stops the re-runs: the result says so, and the
+// fallback still starts.
 func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) {
-	res, since := result{}, ""
+	var res result
+	var err error
 	for n := 1; ; n++ {
 		if n > 1 && !engine.Sleep(ctx, retryDelay(n)) {
 			res.Stopped = w.stopBeforeRerun(n)
 			break
 		}
-		what := "starting the user container (kept for inspection)"
+		container, what := w.UserContainer, "starting the user container (kept for inspection)"
+		var made error
 		if n > 1 {
-			what = "re-running the user container"
+			container, what = attemptName(w.UserContainer, n), "re-running the user container"
+			made = w.rerun(ctx, container)
 		}
-		w.provisional(res, attempt{Attempt: n, Container: w.UserContainer})
-		a, err := w.run(ctx, w.UserContainer, what, since, w.onFirstStart(n, exit))
-		if err != nil {
+		w.provisional(res, attempt{Attempt: n, Container: container})
+		var a attempt
+		if made != nil {
+			a = w.refused(container, "making the re-run's container", made)
+		} else if a, err = w.run(ctx, container, what, w.onFirstStart(n, exit)); err != nil {
 			return res, err
 		}
 		a = sameAsBefore(a, n, res.Attempts)
@@ -155,9 +162,6 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 		if !a.failed() || n > w.Retries {
 			break
 		}
-		if a.FinishedAt != "" {
-			since = a.FinishedAt // a re-run's output follows the end of the last run that ran
-		}
 	}
 	last := res.Attempts[len(res.Attempts)-1]
 	res.ExitCode, res.Image, res.Command, res.Note = last.ExitCode, last.Image, last.Command, last.Note
@@ -165,6 +169,15 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 		return w.runFallback(ctx, res)
 	}
 	return res, nil
+}
+
+// rerun makes container, the user container of a re-run, afresh from the
+// first: not a restart of a container an earlier run has changed. The
+// context is not cut by a signal, as a start's is not: a create cut
+// short may still be made.
+func (w *waiter) rerun(ctx context.Context, container string) error {
+	_, err := w.eng.Again(context.WithoutCancel(ctx), w.UserContainer, container)
+	return err
 }
 
 // onFirstStart logs, for run n if it is the first, when its start went
@@ -181,8 +194,8 @@ func (w *waiter) onFirstStart(n int, exit engine.Exit) func(sent time.Time) {
 }
 
 // sameAsBefore is run n, which, if it never ran or its end was never
-// told, has the image and command of the run before: the same
-// container's.
+// told, has the image and command of the run before: its container was
+// made as the one before was.
 func sameAsBefore(a attempt, n int, before []attempt) attempt {
 	a.Attempt = n
 	if a.Command == nil && len(before) > 0 {
@@ -211,7 +224,7 @@ func (w *waiter) runFallback(ctx context.Context, res result) (result, error) {
 		res.Fallback = &fb
 		return res, nil
 	}
-	fb, err := w.run(ctx, w.FallbackContainer, "starting the fallback", "", nil)
+	fb, err := w.run(ctx, w.FallbackContainer, "starting the fallback", nil)
 	if err != nil {
 		return res, err
 	}
@@ -232,7 +245,7 @@ func retryDelay(n int) time.Duration { return min(retryBase<<(n-2), retryCap) }
 // the first run, the re-runs and the fallback. started, when set, hears
 // when the start was sent. A start that fails is a failed run: the
 // engine's word is its tail, and its exit code a shell's.
-func (w *waiter) run(ctx context.Context, container, what, since string, started func(time.Time)) (attempt, error) {
+func (w *waiter) run(ctx context.Context, container, what string, started func(time.Time)) (attempt, error) {
 	sent := time.Now()
 	if err := w.eng.Start(context.WithoutCancel(ctx), container); err != nil {
 		return w.refused(container, what, err), nil
@@ -240,7 +253,7 @@ func (w *waiter) run(ctx context.Context, container, what, since string, started
 	if started != nil {
 		started(sent)
 	}
-	r, err := w.follow(ctx, container, sent, since)
+	r, err := w.follow(ctx, container, sent)
 	if err != nil {
 		return attempt{}, err
 	}
@@ -278,10 +291,10 @@ const followPause = time.Second
 // one that still fails followLost after the first failure is counted as
 // a failed run, with unfollowedExitCode and a note saying why. Its error
 // is ctx's alone.
-func (w *waiter) follow(ctx context.Context, container string, sent time.Time, since string) (engine.Run, error) {
+func (w *waiter) follow(ctx context.Context, container string, sent time.Time) (engine.Run, error) {
 	var lost time.Time
 	for {
-		r, err := w.eng.Follow(ctx, container, sent, w.LogTail, since)
+		r, err := w.eng.Follow(ctx, container, sent, w.LogTail, "")
 		switch {
 		case ctx.Err() != nil:
 			return r, ctx.Err()
@@ -308,15 +321,19 @@ func (w *waiter) follow(ctx context.Context, container string, sent time.Time, s
 
 // finish logs the result, writes the result file, and removes the
 // containers that succeeded or never ran; a failed one is kept, named and
-// labelled, for its logs.
+// labelled, for its logs. The user containers of all attempts go
+// together: removed when the last succeeded, else kept.
 func (w *waiter) finish(ctx context.Context, res result) error {
 	var remove []string
 	kept := res.ExitCode != 0 || res.Note != ""
-	if !kept {
-		remove = append(remove, w.UserContainer)
-	}
 	for i := range res.Attempts {
 		res.Attempts[i].Kept = kept
+		if !kept {
+			remove = append(remove, res.Attempts[i].Container)
+		}
+	}
+	if len(res.Attempts) == 0 {
+		remove = append(remove, w.UserContainer) // stopped before any ran
 	}
 	if w.FallbackContainer != "" {
 		fbKept := res.Fallback != nil && res.Fallback.failed()
