@@ -150,6 +150,7 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 		var a attempt
 		if made != nil {
 			a = w.refused(container, "making the re-run's container", made)
+			a.ExitCode = notMadeExitCode
 		} else if a, err = w.run(ctx, container, what, w.onFirstStart(n, exit)); err != nil {
 			return res, err
 		}
@@ -170,6 +171,11 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 	}
 	return res, nil
 }
+
+// notMadeExitCode is the exit code of a re-run whose container could not
+// be made: the engine's failure, as docker run gives it, whatever the
+// engine said.
+const notMadeExitCode = 125
 
 // rerun makes container, the user container of a re-run, afresh from the
 // first: not a restart of a container an earlier run has changed. The

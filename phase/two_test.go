@@ -828,3 +828,29 @@ func TestTwoRetryFresh(t *testing.T) {
 		t.Errorf("attempts ran in %q, want %q", containers, wantContainers)
 	}
 }
+
+// TestTwoRetryNotMade: a re-run whose container cannot be made is a
+// failed attempt, exit 125 whatever the engine said, with the engine's
+// word as its tail; the next re-run and the fallback follow.
+func TestTwoRetryNotMade(t *testing.T) {
+	eng := waiterFake(true)
+	eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
+	eng.Fail = map[string]error{"Again act-waitdaemon-user-2": errors.New("creating: open /x: no such file or directory")}
+	var out bytes.Buffer
+	if err := Two(t.Context(), eng, waiterArgs(2, true), Options{Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	res := lastResult(t, out.String())
+	var got []string
+	for _, a := range res.Attempts {
+		got = append(got, fmt.Sprintf("%s %d %q", a.Container, a.ExitCode, a.LogTail))
+	}
+	want := []string{
+		`act-waitdaemon-user 1 ["act-waitdaemon-user run 1 line 1" "act-waitdaemon-user run 1 line 2"]`,
+		`act-waitdaemon-user-2 125 ["could not start: creating: open /x: no such file or directory"]`,
+		`act-waitdaemon-user-3 1 ["act-waitdaemon-user run 2 line 1" "act-waitdaemon-user run 2 line 2"]`,
+	}
+	if diff := linediff.Lines(want, got); diff != "" || res.Fallback == nil || res.Fallback.ExitCode != 0 {
+		t.Errorf("attempts (-want +got):\n%s\nfallback %+v; want it run", diff, res.Fallback)
+	}
+}
