@@ -125,33 +125,20 @@ func (w *waiter) answer(ctx context.Context, msg string, details any) {
 	}
 }
 
-// runUser runs the user container, and again while it fails, up to
-// Retries times, then the fallback once if it still failed. Each re-run
-// is a fresh container made from the first (rerun), so that it starts
-// from the image as the first did. Its error is ctx's when ctx ended
-// while a run was followed: that run goes on. A ctx that ends in the
-// pause before a re-run stops the re-runs: the result says so, and the
-// fallback still starts.
+// runUser runs the user container, and again (afresh: attempt) while it
+// fails, up to Retries times, then the fallback once if it still failed.
+// Its error is ctx's when ctx ended while a run was followed: that run
+// goes on. A ctx that ends in the pause before a re-run stops the
+// re-runs: the result says so, and the fallback still starts.
 func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) {
 	var res result
-	var err error
 	for n := 1; ; n++ {
 		if n > 1 && !engine.Sleep(ctx, retryDelay(n)) {
 			res.Stopped = w.stopBeforeRerun(n)
 			break
 		}
-		container, what := w.UserContainer, "starting the user container (kept for inspection)"
-		var made error
-		if n > 1 {
-			container, what = attemptName(w.UserContainer, n), "re-running the user container"
-			made = w.rerun(ctx, container)
-		}
-		w.provisional(res, attempt{Attempt: n, Container: container})
-		var a attempt
-		if made != nil {
-			a = w.refused(container, "making the re-run's container", made)
-			a.ExitCode = notMadeExitCode
-		} else if a, err = w.run(ctx, container, what, w.onFirstStart(n, exit)); err != nil {
+		a, err := w.attempt(ctx, n, res, exit)
+		if err != nil {
 			return res, err
 		}
 		a = sameAsBefore(a, n, res.Attempts)
@@ -177,13 +164,25 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 // engine said.
 const notMadeExitCode = 125
 
-// rerun makes container, the user container of a re-run, afresh from the
-// first: not a restart of a container an earlier run has changed. The
-// context is not cut by a signal, as a start's is not: a create cut
-// short may still be made.
-func (w *waiter) rerun(ctx context.Context, container string) error {
+// attempt writes the result so far, res, and runs attempt n: the first
+// in the user container phase 1 made, each re-run in a fresh container
+// made from it (not a restart of one a run has changed), which starts
+// from the image as the first did. The make, like a start, is not cut
+// short by a signal: the engine may make it all the same.
+func (w *waiter) attempt(ctx context.Context, n int, res result, exit engine.Exit) (attempt, error) {
+	if n == 1 {
+		w.provisional(res, attempt{Attempt: n, Container: w.UserContainer})
+		return w.run(ctx, w.UserContainer, "starting the user container (kept for inspection)", w.onFirstStart(n, exit))
+	}
+	container := attemptName(w.UserContainer, n)
 	_, err := w.eng.Again(context.WithoutCancel(ctx), w.UserContainer, container)
-	return err
+	w.provisional(res, attempt{Attempt: n, Container: container})
+	if err != nil {
+		a := w.refused(container, "making the re-run's container", err)
+		a.ExitCode = notMadeExitCode
+		return a, nil
+	}
+	return w.run(ctx, container, "re-running the user container", nil)
 }
 
 // onFirstStart logs, for run n if it is the first, when its start went
@@ -337,9 +336,6 @@ func (w *waiter) finish(ctx context.Context, res result) error {
 		if !kept {
 			remove = append(remove, res.Attempts[i].Container)
 		}
-	}
-	if len(res.Attempts) == 0 {
-		remove = append(remove, w.UserContainer) // stopped before any ran
 	}
 	if w.FallbackContainer != "" {
 		fbKept := res.Fallback != nil && res.Fallback.failed()
