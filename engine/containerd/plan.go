@@ -343,8 +343,8 @@ func (e *Engine) createContainer(ctx context.Context, p *planned, specJSON []byt
 	return mounts, nil
 }
 
-// Start starts the container's task. A task that ran before (the
-// waiter's re-runs) is deleted and made anew, on the same snapshot and
+// Start starts the container's task. A task that ran before (a
+// container started again) is deleted and made anew, on the same snapshot and
 // output file; one already running counts as started. A task create or
 // start whose answer was lost is settled by the client, which asks
 // Tasks/Get (see containerdapi's TaskCreate and TaskStart): a task that
