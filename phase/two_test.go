@@ -854,3 +854,24 @@ func TestTwoRetryNotMade(t *testing.T) {
 		t.Errorf("attempts (-want +got):\n%s\nfallback %+v; want it run", diff, res.Fallback)
 	}
 }
+
+// TestAttemptName: attempt 1 runs in the user container phase 1 made,
+// each re-run in user-N, for every N WAITDAEMON_RETRIES allows; no other
+// name, and no kept container's (user-<12 hex digits>), is a re-run's.
+func TestAttemptName(t *testing.T) {
+	const user = "act-waitdaemon-user"
+	if got := attemptName(user, 1); got != user {
+		t.Errorf("attemptName(1) = %q, want %q", got, user)
+	}
+	for n := 2; n <= MaxRetries+1; n++ {
+		name := attemptName(user, n)
+		if name != user+"-"+strconv.Itoa(n) || !isAttemptName(user, name) {
+			t.Errorf("attemptName(%d) = %q, a re-run's: %v; want %s-%d, a re-run's", n, name, isAttemptName(user, name), user, n)
+		}
+	}
+	for _, name := range []string{user, user + "-1", user + "-0", user + "-" + strconv.Itoa(MaxRetries+2), user + "-012345678901", "other-waitdaemon-user-2", user + "-2-0123456789ab"} {
+		if isAttemptName(user, name) {
+			t.Errorf("isAttemptName(%q) = true, want false", name)
+		}
+	}
+}
