@@ -38,6 +38,12 @@ const unfollowedExitCode = 125
 // after them.
 const finishGrace = 2 * time.Second
 
+// signalStart bounds the start of the fallback after a signal: the
+// shutdown that sent it may have stopped the engine already, whose calls
+// would each wait for it to come back while the shutdown waits for the
+// waiter.
+var signalStart = 5 * time.Second
+
 // unwritableLinger is how long a waiter that cannot write its result
 // file stays, for phase 1 to read why.
 var unwritableLinger = 30 * time.Second
@@ -200,13 +206,18 @@ func (w *waiter) stopBeforeRerun(n int) string {
 }
 
 // runFallback runs the fallback once, after the user container's last
-// run failed. After a signal it is started and not followed: it runs on.
+// run failed. After a signal it is started, within signalStart, and not
+// followed: it runs on, not ended, as the result says (it may be what
+// takes the machine down).
 func (w *waiter) runFallback(ctx context.Context, res result) (result, error) {
 	w.provisional(res, attempt{Container: w.FallbackContainer})
 	if res.Stopped != "" {
-		fb := attempt{Container: w.FallbackContainer, Image: w.FallbackImage, ExitCode: unfollowedExitCode, LogTail: []string{}, LogNote: "started as the waiter stopped: not followed"}
-		if err := w.eng.Start(context.WithoutCancel(ctx), w.FallbackContainer); err != nil {
+		sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), signalStart)
+		defer stop()
+		fb := attempt{Container: w.FallbackContainer, Image: w.FallbackImage, ExitCode: -1, LogTail: []string{}, LogNote: "started as the waiter stopped: not followed"}
+		if err := w.eng.Start(sctx, w.FallbackContainer); err != nil {
 			fb = w.refused(w.FallbackContainer, "starting the fallback", err)
+			fb.Ended = true
 		}
 		res.Fallback = &fb
 		return res, nil
@@ -332,9 +343,14 @@ func (w *waiter) finish(ctx context.Context, res result) error {
 }
 
 // report logs the result, the waiter's last line, and writes the result
-// file when one was asked for.
+// file when one was asked for. A fallback started and not followed (after
+// a signal) runs on: the result is still running, with no outcome yet.
 func (w *waiter) report(res result) error {
-	w.mark(&res, stateDone)
+	state := stateDone
+	if res.Fallback != nil && !res.Fallback.Ended {
+		state, res.ExitCode = stateRunning, -1
+	}
+	w.mark(&res, state)
 	logEvent(w.o.Stdout, "result", res)
 	if w.ResultFile == "" {
 		return nil
@@ -353,16 +369,20 @@ func (w *waiter) actionFailed(ctx context.Context, code int) error {
 	return errors.Join(append(errs, w.report(res))...)
 }
 
-// cancel removes the containers that will now never start.
+// cancel removes the containers that will now never start, and reports
+// so: a result file an earlier run of the action left must not go on
+// describing that run as this one.
 func (w *waiter) cancel() error {
 	ctx, stop := context.WithTimeout(context.Background(), 15*time.Second)
 	defer stop()
 	errs := removeAll(ctx, w.eng, []string{w.UserContainer, w.FallbackContainer})
 	logEvent(w.o.Stdout, "cancelled during the wait; nothing was started", map[string]string{"user_container": w.UserContainer})
+	var err error
 	if len(errs) > 0 {
-		return fmt.Errorf("cancelled during the wait, and removing what will never start: %w", errors.Join(errs...))
+		err = fmt.Errorf("cancelled during the wait, and removing what will never start: %w", errors.Join(errs...))
 	}
-	return nil
+	res := result{ExitCode: -1, Attempts: []attempt{}, NotStarted: "cancelled by a signal during the action or the wait: nothing was started"}
+	return errors.Join(err, w.report(res))
 }
 
 // leave ends the waiter after a signal once the user container runs: it

@@ -58,8 +58,9 @@ type Engine struct {
 	// PullTakes is how long a pull takes, unless its ctx ends first.
 	PullTakes time.Duration
 	// Block makes ActionExited (key "ActionExited"), Follow (key
-	// "Follow <name>") or Remove (key "Remove <name>") wait until ctx
-	// ends, as a call to an engine that is gone and not back does.
+	// "Follow <name>"), Start (key "Start <name>") or Remove (key
+	// "Remove <name>") wait until ctx ends, as a call to an engine that
+	// is gone and not back does.
 	Block map[string]bool
 	// After makes a call wait, before it does anything, until another
 	// call has been made (key and value as Calls records them): it shows
@@ -415,8 +416,12 @@ func (e *Engine) Create(_ context.Context, spec engine.Spec) (string, error) {
 	return id, nil
 }
 
-func (e *Engine) Start(_ context.Context, id string) error {
+func (e *Engine) Start(ctx context.Context, id string) error {
 	err, do := e.call("Start", e.nameOf(id))
+	if e.Block["Start "+e.nameOf(id)] {
+		<-ctx.Done()
+		return fmt.Errorf("starting %s: %w", id, ctx.Err())
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.find(id)
