@@ -31,12 +31,12 @@ var followLost = 2 * time.Minute
 // told: as docker run gives the engine's failures.
 const unfollowedExitCode = 125
 
-// finishGrace is how long the finish's engine calls go on after a
+// FinishGrace is how long the finish's engine calls go on after a
 // signal: the shutdown the user container started sends it, and may have
 // stopped the engine already, whose calls would each wait for it to come
 // back while the shutdown waits for the waiter. The result is reported
 // after them.
-const finishGrace = 2 * time.Second
+const FinishGrace = 2 * time.Second
 
 // signalStart bounds the start of the fallback after a signal: the
 // shutdown that sent it may have stopped the engine already, whose calls
@@ -88,9 +88,16 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 		// what it removes.
 		sweepWaiters(ctx, eng, w.ActionName, w.o.Stdout)
 	}
-	fctx, stop := graceAfter(ctx, finishGrace)
+	fctx, stop := Finishing(ctx)
 	defer stop()
 	return w.finish(fctx, res)
+}
+
+// Finishing is the context of what the waiter does as it ends, its
+// finish and the removal of its own container: ctx, which a signal ends,
+// given FinishGrace more.
+func Finishing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return graceAfter(ctx, FinishGrace)
 }
 
 // graceAfter is a context that ctx's end does not end at once, but grace

@@ -572,3 +572,17 @@ func TestEnd(t *testing.T) {
 		t.Errorf("removals asked: %q; want act-waitdaemon-waiter, forced, with its volumes", asked)
 	}
 }
+
+// TestEndEngineGone: the removal of the waiter's own container on an
+// engine that is gone (its socket unlinked, as a stopping dockerd leaves
+// it) ends with its ctx, not the waiter's minute of waiting for it.
+func TestEndEngineGone(t *testing.T) {
+	e := &Engine{C: &dockerapi.Client{Socket: t.TempDir() + "/docker.sock", WaitForEngine: WaiterWaitForEngine}}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	err := e.End(ctx, "act-waitdaemon-waiter")
+	if took := time.Since(began); err == nil || took > 2*time.Second {
+		t.Errorf("End() = %v after %v; want it cut at its ctx's end, 200 ms", err, took)
+	}
+}
