@@ -96,6 +96,15 @@ type Teller interface {
 	Tell(ctx context.Context, line []byte) error
 }
 
+// Describer is an engine that can say, before a container's start, what
+// it will run: the waiter names it in the result it writes before each
+// run, which the next boot reads if that run took the machine down.
+type Describer interface {
+	// Describe returns the image and command of container id, created
+	// and not necessarily started, as Follow would give them.
+	Describe(ctx context.Context, id string) (image string, command []string, err error)
+}
+
 // Ender is an engine on which the waiter removes its own container as
 // its last act, rather than have the engine remove it when it ends:
 // Docker before 25.0, restarted with live-restore, removes a running

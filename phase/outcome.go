@@ -1,6 +1,7 @@
 package phase
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -46,8 +47,14 @@ func (w *waiter) provisional(res result, next attempt) {
 		return
 	}
 	next.ExitCode, next.LogTail = -1, []string{}
+	if next.Image == "" {
+		planned := w.planned[next.Container]
+		next.Image, next.Command = cmp.Or(planned.Image, w.imageOf(next.Container)), planned.Command
+	}
 	if n := len(res.Attempts); n > 0 {
 		res.Image, res.Command = res.Attempts[n-1].Image, res.Attempts[n-1].Command
+	} else {
+		res.Image, res.Command = next.Image, next.Command
 	}
 	if next.Attempt == 0 {
 		res.Fallback = &next
@@ -58,6 +65,32 @@ func (w *waiter) provisional(res result, next attempt) {
 	w.mark(&res, stateRunning)
 	if err := w.store(res); err != nil {
 		logEvent(w.o.Stdout, "could not write the result so far", map[string]string{"error": err.Error()})
+	}
+}
+
+// describe asks the engine, during the wait before the start at start,
+// what the user container and the fallback will run, for the result
+// written before each run. It takes nothing from the wait: what the
+// engine has not said by start stays unsaid (the file then names the
+// image phase 1 made it of), and with no result file it asks nothing.
+func (w *waiter) describe(ctx context.Context, start time.Time) {
+	d, ok := w.eng.(engine.Describer)
+	if !ok || w.ResultFile == "" || !time.Now().Before(start) {
+		return
+	}
+	dctx, stop := context.WithDeadline(ctx, start)
+	defer stop()
+	w.planned = map[string]attempt{}
+	for _, c := range []string{w.UserContainer, w.FallbackContainer} {
+		if c == "" {
+			continue
+		}
+		image, command, err := d.Describe(dctx, c)
+		if err != nil {
+			logEvent(w.o.Stdout, "could not learn what a container will run", map[string]string{"container": c, "error": err.Error()})
+			continue
+		}
+		w.planned[c] = attempt{Image: image, Command: command}
 	}
 }
 

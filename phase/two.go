@@ -53,6 +53,9 @@ type waiter struct {
 	WaiterArgs
 	eng engine.Engine
 	o   Options
+	// planned is what each container will run, by name, as the engine
+	// said during the wait: its Image and Command alone.
+	planned map[string]attempt
 }
 
 // Two is phase 2, run as the detached waiter container that phase 1
@@ -75,7 +78,9 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 	if exit.Known && exit.Code != 0 {
 		return w.actionFailed(ctx, exit.Code)
 	}
-	if !engine.Sleep(ctx, time.Until(exit.At.Add(time.Duration(w.WaitSeconds)*time.Second))) {
+	start := exit.At.Add(time.Duration(w.WaitSeconds) * time.Second)
+	w.describe(ctx, start)
+	if !engine.Sleep(ctx, time.Until(start)) {
 		return w.cancel() // a signal during the action or the wait
 	}
 	res, err := w.runUser(ctx, exit)
@@ -221,7 +226,7 @@ func (w *waiter) runFallback(ctx context.Context, res result) (result, error) {
 	if res.Stopped != "" {
 		sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), signalStart)
 		defer stop()
-		fb := attempt{Container: w.FallbackContainer, Image: w.FallbackImage, ExitCode: -1, LogTail: []string{}, LogNote: "started as the waiter stopped: not followed"}
+		fb := attempt{Container: w.FallbackContainer, Image: cmp.Or(w.planned[w.FallbackContainer].Image, w.FallbackImage), Command: w.planned[w.FallbackContainer].Command, ExitCode: -1, LogTail: []string{}, LogNote: "started as the waiter stopped: not followed"}
 		if err := w.eng.Start(sctx, w.FallbackContainer); err != nil {
 			fb = w.refused(w.FallbackContainer, "starting the fallback", err)
 			fb.Ended = true

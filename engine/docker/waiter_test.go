@@ -586,3 +586,24 @@ func TestEndEngineGone(t *testing.T) {
 		t.Errorf("End() = %v after %v; want it cut at its ctx's end, 200 ms", err, took)
 	}
 }
+
+// TestDescribe: what a created container will run is its inspect's
+// image and command, as Follow gives them once it ran.
+func TestDescribe(t *testing.T) {
+	e := fakeDocker(t, map[string]http.HandlerFunc{
+		"/containers/{id}/json": func(w http.ResponseWriter, r *http.Request) {
+			if r.PathValue("id") != "act-waitdaemon-user" {
+				refuse(w, http.StatusNotFound, "No such container: "+r.PathValue("id"))
+				return
+			}
+			fmt.Fprint(w, `{"Id":"u","Path":"/usr/bin/kexec","Args":["-e"],"Config":{"Image":"quay.io/tinkerbell/actions/kexec:latest"},"State":{"Status":"created"}}`)
+		},
+	})
+	image, command, err := e.Describe(context.Background(), "act-waitdaemon-user")
+	if err != nil || image != "quay.io/tinkerbell/actions/kexec:latest" || !slices.Equal(command, []string{"/usr/bin/kexec", "-e"}) {
+		t.Errorf("Describe() = %q, %q, %v; want the image and /usr/bin/kexec -e", image, command, err)
+	}
+	if _, _, err := e.Describe(context.Background(), "gone"); !errors.Is(err, dockerapi.ErrNotFound) {
+		t.Errorf("Describe(gone) = %v; want not found", err)
+	}
+}

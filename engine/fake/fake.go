@@ -442,6 +442,20 @@ func (e *Engine) Start(ctx context.Context, id string) error {
 	return err
 }
 
+// Describe names what Follow will: "image-of-<name>", run <name>.
+func (e *Engine) Describe(_ context.Context, id string) (string, []string, error) {
+	name := e.nameOf(id)
+	if err, _ := e.call("Describe", name); err != nil {
+		return "", nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.find(id) == nil {
+		return "", nil, fmt.Errorf("inspecting %s: no such container", id)
+	}
+	return "image-of-" + name, []string{"run", name}, nil
+}
+
 func (e *Engine) Output(ctx context.Context, id string, w io.Writer) error {
 	name := e.nameOf(id)
 	if err, _ := e.call("Output", name); err != nil {
