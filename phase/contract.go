@@ -150,8 +150,11 @@ type attempt struct {
 	ExitCode   int      `json:"exit_code"`
 	StartedAt  string   `json:"started_at,omitempty"`
 	FinishedAt string   `json:"finished_at,omitempty"`
-	LogTail    []string `json:"log_tail"`
-	LogNote    string   `json:"log_note,omitempty"`
+	// TimeNote says how the engine dated the run, when it dated its end
+	// before its start: StartedAt is then FinishedAt.
+	TimeNote string   `json:"time_note,omitempty"`
+	LogTail  []string `json:"log_tail"`
+	LogNote  string   `json:"log_note,omitempty"`
 	// Ended is false for the run under way when the file was written:
 	// then ExitCode is -1.
 	Ended bool `json:"ended"`

@@ -279,3 +279,31 @@ func TestTwoFollowLogFails(t *testing.T) {
 		t.Errorf("followed %d times; want once", n)
 	}
 }
+
+// endsBeforeStart is the fake engine, on which a run ends, by the
+// engine's word, before it started: Docker 20.10 dates a start once the
+// runtime's start returned, by when a quick run has exited.
+type endsBeforeStart struct{ *fake.Engine }
+
+func (e endsBeforeStart) Follow(ctx context.Context, id string, sent time.Time, tail int, since string) (engine.Run, error) {
+	r, err := e.Engine.Follow(ctx, id, sent, tail, since)
+	r.StartedAt, r.FinishedAt = "2026-11-28T04:53:33.4033Z", "2026-11-28T04:53:33.4025Z"
+	return r, err
+}
+
+// TestTwoEndsBeforeStart: a run is never said to have ended before it
+// started: the times are the engine's, ordered, and a note says which
+// one the engine dated late.
+func TestTwoEndsBeforeStart(t *testing.T) {
+	var out bytes.Buffer
+	if err := Two(context.Background(), endsBeforeStart{waiterFake(false)}, waiterArgs(0, false), Options{Stdout: &out}); err != nil {
+		t.Fatalf("phase 2: %v\n%s", err, out.String())
+	}
+	a := lastResult(t, out.String()).Attempts[0]
+	started, serr := time.Parse(time.RFC3339Nano, a.StartedAt)
+	finished, ferr := time.Parse(time.RFC3339Nano, a.FinishedAt)
+	if serr != nil || ferr != nil || finished.Before(started) || a.FinishedAt != "2026-11-28T04:53:33.4025Z" ||
+		!strings.Contains(a.TimeNote, "2026-11-28T04:53:33.4033Z") {
+		t.Errorf("run started %q, finished %q, note %q; want the engine's end, a start no later, and a note with the start the engine gave", a.StartedAt, a.FinishedAt, a.TimeNote)
+	}
+}

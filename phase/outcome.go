@@ -94,6 +94,22 @@ func (w *waiter) describe(ctx context.Context, start time.Time) {
 	}
 }
 
+// ordered is run a, never ended before it started: Docker 20.10 dates a
+// start once the runtime's start has returned, and an end by the exit
+// itself, so a run that exits at once can end, by the engine's word,
+// before it started. Its start is then its end, and TimeNote keeps the
+// start the engine gave.
+func ordered(a attempt) attempt {
+	started, serr := time.Parse(time.RFC3339Nano, a.StartedAt)
+	finished, ferr := time.Parse(time.RFC3339Nano, a.FinishedAt)
+	if serr != nil || ferr != nil || finished.Year() <= 1 || !finished.Before(started) {
+		return a
+	}
+	a.TimeNote = fmt.Sprintf("the engine dated the start %s, %v after the end: it dates a start once the runtime's start returned, by when this run had exited; started_at is the end", a.StartedAt, started.Sub(finished))
+	a.StartedAt = a.FinishedAt
+	return a
+}
+
 // settle marks a run ended and, with DownWithin, waits that long for the
 // machine to go down after a run that exited 0: a waiter still alive then
 // makes the run a failure. A ctx that ends meanwhile (the machine going

@@ -270,10 +270,10 @@ func (w *waiter) run(ctx context.Context, container, what, since string, started
 	if r.Output == nil {
 		r.Output = []string{}
 	}
-	return attempt{
+	return ordered(attempt{
 		Container: container, Image: r.Image, Command: r.Command, ExitCode: r.ExitCode,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, LogTail: r.Output, LogNote: r.Note,
-	}, nil
+	}), nil
 }
 
 // refused is the failed run of a container whose start failed, with the
