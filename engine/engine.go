@@ -295,16 +295,33 @@ func (e *MissingSourceError) Error() string {
 func (e *MissingSourceError) Unwrap() error { return e.Err }
 
 // StartExitCode is the exit code a run that could not start is given, as
-// a shell gives it: 127 when its command is not there, 126 when it cannot
-// be run, and 125, as docker run gives it, for any other failure of the
-// engine's.
+// a shell gives it: 127 when the runtime's exec of its command found no
+// such command, 126 when it could not run it, and 125, as docker run
+// gives it, for any other failure of the engine's, whatever words it
+// holds (a device or bind source that is not there, a directory that
+// cannot be made: all before the exec).
 func StartExitCode(err error) int {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "executable file not found"), strings.Contains(msg, "no such file or directory"):
+	msg := strings.ToLower(err.Error())
+	i := -1
+	for _, m := range execStep {
+		if j := strings.Index(msg, m); j >= 0 && (i < 0 || j < i) {
+			i = j
+		}
+	}
+	if i < 0 {
+		return 125
+	}
+	switch exec := msg[i:]; {
+	case strings.Contains(exec, "not found"), strings.Contains(exec, "no such file or directory"):
 		return 127
-	case strings.Contains(msg, "permission denied"), strings.Contains(msg, "exec format error"):
+	case strings.Contains(exec, "permission denied"), strings.Contains(exec, "exec format error"):
 		return 126
 	}
 	return 125
 }
+
+// execStep are how the runtimes word their exec of the command, lower
+// case: runc's exec.LookPath and execve ("exec: \"/x\": stat /x: …", "exec
+// /x: permission denied"), and crun's ("executable file `x` not found",
+// "open executable: Permission denied"). What the exec met follows.
+var execStep = []string{`exec: "`, `exec: \"`, "exec /", "exec user process", "executable file", "open executable"}
