@@ -130,7 +130,10 @@ type result struct {
 	NotStarted     string `json:"not_started,omitempty"`
 	// Stopped says why the waiter stopped before the re-runs were spent:
 	// a signal during the pause before one.
-	Stopped   string `json:"stopped,omitempty"`
+	Stopped string `json:"stopped,omitempty"`
+	// WriteNote says which writes before a run did not finish in time
+	// (a device that does not answer): the run started without them.
+	WriteNote string `json:"write_note,omitempty"`
 	BootID    string `json:"boot_id,omitempty"`
 	WrittenAt string `json:"written_at,omitempty"`
 }

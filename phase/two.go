@@ -56,6 +56,11 @@ type waiter struct {
 	// planned is what each container will run, by name, as the engine
 	// said during the wait: its Image and Command alone.
 	planned map[string]attempt
+	// lastWrite is closed once the last write of the result file that
+	// was begun has ended; writeNote says which writes before a run did
+	// not end in time.
+	lastWrite chan struct{}
+	writeNote string
 }
 
 // Two is phase 2, run as the detached waiter container that phase 1
