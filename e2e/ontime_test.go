@@ -8,9 +8,9 @@ import (
 )
 
 // TestStartOnTimeWithResult: the start request goes out WAIT_SECONDS
-// after the action's exit, within maxLate, with a result file too, and
-// with a result device within four times that, though the waiter writes
-// the result before the start (on the device: mount, write, syncs,
+// after the action's exit, within maxLate, and with a result file or a
+// result device within four times that, though the waiter writes the
+// result before the start (on the device: mount, write, syncs,
 // unmount). Each late is logged: docs/engines.md gives the figures.
 func TestStartOnTimeWithResult(t *testing.T) {
 	onDeviceEngines(t, func(t *testing.T, e rig) {
@@ -22,7 +22,9 @@ func TestStartOnTimeWithResult(t *testing.T) {
 			maxLate time.Duration
 		}{
 			{name: "no result file", env: map[string]string{}, maxLate: maxLate},
-			{name: "a result file", env: map[string]string{"WAITDAEMON_RESULT_FILE": filepath.Join(t.TempDir(), "result.json")}, maxLate: maxLate},
+			// A write and two syncs: 2–8 ms on an idle machine, up to
+			// 150 ms on a loaded one.
+			{name: "a result file", env: map[string]string{"WAITDAEMON_RESULT_FILE": filepath.Join(t.TempDir(), "result.json")}, maxLate: 4 * maxLate},
 			// A mount, a write, two syncs and an unmount: 14–98 ms on an
 			// idle machine, more on a loaded one.
 			{name: "a result device", env: map[string]string{"WAITDAEMON_RESULT_DEVICE": device, "WAITDAEMON_RESULT_FILE": "/var/log/waitdaemon.json"}, dev: []string{device}, maxLate: 4 * maxLate},
