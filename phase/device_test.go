@@ -255,8 +255,10 @@ func TestTwoResultDeviceHangs(t *testing.T) {
 		t.Fatalf("phase 2 still waiting 10 s on a write before the run that the device does not finish; calls %q", eng.Calls())
 	}
 	res := lastResult(t, out.String())
-	if !strings.Contains(res.WriteNote, "not written within") || res.ExitCode != 5 {
-		t.Errorf("result %+v; want exit 5, and a note that a write before a run did not finish", res)
+	wantNote := "the result before attempt 1 was not written within 50ms: the run started without it; " +
+		"the result before the fallback was not written: the write before it had not ended"
+	if res.WriteNote != wantNote || res.ExitCode != 5 {
+		t.Errorf("result %+v; want exit 5, and the note %q", res, wantNote)
 	}
 	data, err := os.ReadFile(filepath.Join(m.disk, "var", "log", "w.json"))
 	var file result

@@ -307,3 +307,27 @@ func TestTwoEndsBeforeStart(t *testing.T) {
 		t.Errorf("run started %q, finished %q, note %q; want the engine's end, a start no later, and a note with the start the engine gave", a.StartedAt, a.FinishedAt, a.TimeNote)
 	}
 }
+
+// TestOrdered: only a run whose end the engine dates before its start is
+// reordered; the engine's zero time (a run it never saw end) and times
+// it did not give are left as they are.
+func TestOrdered(t *testing.T) {
+	const start, end = "2026-11-28T04:53:33.4033Z", "2026-11-28T04:53:33.4025Z"
+	cases := []struct {
+		started, finished, wantStarted string
+		note                           bool
+	}{
+		{start, end, end, true},
+		{end, start, end, false},
+		{start, start, start, false},
+		{start, "0001-01-01T00:00:00Z", start, false},
+		{start, "", start, false},
+		{"", end, "", false},
+	}
+	for _, tc := range cases {
+		a := ordered(attempt{StartedAt: tc.started, FinishedAt: tc.finished})
+		if a.StartedAt != tc.wantStarted || a.FinishedAt != tc.finished || (a.TimeNote != "") != tc.note {
+			t.Errorf("ordered(%q, %q) = %q, %q, note %q; want %q, %q, a note: %v", tc.started, tc.finished, a.StartedAt, a.FinishedAt, a.TimeNote, tc.wantStarted, tc.finished, tc.note)
+		}
+	}
+}
