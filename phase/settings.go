@@ -403,7 +403,7 @@ func unknownVariables(env []string) error {
 		if slices.Contains(known, name) {
 			continue
 		}
-		upper := asciiUpper(name)
+		upper := strings.ToUpper(name)
 		prefix, ok := prefixOf(upper)
 		if !ok {
 			if near := nearest(upper, known, 2); near != "" {
@@ -416,23 +416,11 @@ func unknownVariables(env []string) error {
 		}
 		misspelt := ""
 		if prefix != inherit.Prefix {
-			misspelt = fmt.Sprintf(" (is %s a misspelt %s?)", name[:len(prefix)], inherit.Prefix)
+			misspelt = fmt.Sprintf(" (is %s a misspelt %s?)", prefix, inherit.Prefix)
 		}
 		return engine.InputError(fmt.Sprintf("%s: waitdaemon has no such variable%s; expected one of %s", name, misspelt, strings.Join(known, ", ")))
 	}
 	return nil
-}
-
-// asciiUpper is s with its ASCII letters in upper case, each byte where
-// it was.
-func asciiUpper(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'a' <= c && c <= 'z' {
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
 }
 
 // prefixOf is the start of upper, a name in upper case, that is
