@@ -90,6 +90,9 @@ func TestUnknownVariables(t *testing.T) {
 		{[]string{"WAIT_DAEMON_DOWN_WITHIN=30"}, `WAIT_DAEMON_DOWN_WITHIN: waitdaemon has no such variable; did you mean WAITDAEMON_DOWN_WITHIN?`},
 		{[]string{"WAITDAMON_COLOUR=blue"}, `WAITDAMON_COLOUR: waitdaemon has no such variable (is WAITDAMON_ a misspelt WAITDAEMON_?); expected one of WAITDAEMON_CONTAINER,`},
 		{[]string{"wait_daemon_registry_passwrd=hunter2-S3cret"}, `did you mean WAITDAEMON_REGISTRY_PASSWORD?`},
+		{[]string{"WAIT_DAEMONS_COLOUR=blue"}, `WAIT_DAEMONS_COLOUR: waitdaemon has no such variable (is WAIT_DAEMONS_ a misspelt WAITDAEMON_?)`},
+		// Two starts as near: the shorter is the prefix.
+		{[]string{"WAITDAEMO_N_COLOUR=blue"}, `WAITDAEMO_N_COLOUR: waitdaemon has no such variable (is WAITDAEMO_ a misspelt WAITDAEMON_?)`},
 		// Names of the user's own, near nothing of waitdaemon's, pass.
 		{[]string{"WAIT_SECONDS=5", "WAITER=1", "DAEMON_RETRIES=3", "WAIT_TIME=2", "MAIDEN_NAME=x", "waitdaemon=1"}, ""},
 		// A misspelt password's value is never shown, nor any unknown one's.
