@@ -152,7 +152,10 @@ type result struct {
 	NotStarted     string `json:"not_started,omitempty"`
 	// Stopped says why the waiter stopped before the re-runs were spent:
 	// a signal during the pause before one.
-	Stopped   string `json:"stopped,omitempty"`
+	Stopped string `json:"stopped,omitempty"`
+	// WriteNote says which writes before a run did not finish in time
+	// (a device that does not answer): the run started without them.
+	WriteNote string `json:"write_note,omitempty"`
 	BootID    string `json:"boot_id,omitempty"`
 	WrittenAt string `json:"written_at,omitempty"`
 }
@@ -172,8 +175,11 @@ type attempt struct {
 	ExitCode   int      `json:"exit_code"`
 	StartedAt  string   `json:"started_at,omitempty"`
 	FinishedAt string   `json:"finished_at,omitempty"`
-	LogTail    []string `json:"log_tail"`
-	LogNote    string   `json:"log_note,omitempty"`
+	// TimeNote says how the engine dated the run, when it dated its end
+	// before its start: StartedAt is then FinishedAt.
+	TimeNote string   `json:"time_note,omitempty"`
+	LogTail  []string `json:"log_tail"`
+	LogNote  string   `json:"log_note,omitempty"`
 	// Ended is false for the run under way when the file was written:
 	// then ExitCode is -1.
 	Ended bool `json:"ended"`

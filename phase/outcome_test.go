@@ -183,13 +183,17 @@ func (r *recordingStarts) Start(ctx context.Context, id string) error {
 }
 
 // TestTwoProvisional: before each run starts, the result file holds the
-// result so far, that run started and not ended, and the boot's ID.
+// result so far, that run started and not ended, with the image and
+// command it will run (the engine says them during the wait), and the
+// boot's ID.
 func TestTwoProvisional(t *testing.T) {
 	dir := t.TempDir()
 	eng := &recordingStarts{Engine: waiterFake(true), file: filepath.Join(dir, "result.json"), before: map[string][]result{}}
 	eng.Exits = map[string][]int{"act-waitdaemon-user": {3, 4}}
 	eng.Says = map[string][]string{"act-waitdaemon-user": {"kexec: no kernel"}}
+	eng.ExitedAt = time.Now().Add(-800 * time.Millisecond)
 	args := waiterArgs(1, true)
+	args.WaitSeconds = 1
 	args.ResultFile = eng.file
 	var out bytes.Buffer
 	if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
@@ -214,8 +218,21 @@ func TestTwoProvisional(t *testing.T) {
 				}
 			}
 		}
-		if len(ended) > 0 && (r.Image != "image-of-act-waitdaemon-user" || !slices.Equal(r.Command, []string{"run", "act-waitdaemon-user"})) {
-			t.Errorf("%s: image %q, command %q; want the last run's", name, r.Image, r.Command)
+		if r.Image != "image-of-act-waitdaemon-user" || !slices.Equal(r.Command, []string{"run", "act-waitdaemon-user"}) {
+			t.Errorf("%s: image %q, command %q; want the last run's, or before the first the first's", name, r.Image, r.Command)
+		}
+		runs := slices.Clone(r.Attempts)
+		if r.Fallback != nil {
+			runs = append(runs, *r.Fallback)
+		}
+		for _, a := range runs {
+			made := a.Container // a re-run's container is made from the first
+			if a.Attempt > 1 {
+				made = "act-waitdaemon-user"
+			}
+			if a.Image != "image-of-"+made || !slices.Equal(a.Command, []string{"run", made}) {
+				t.Errorf("%s: run %+v; want its image and command named", name, a)
+			}
 		}
 		if !slices.Equal(codes, ended) {
 			t.Errorf("%s: ended attempts' codes %v, want %v", name, codes, ended)
@@ -309,5 +326,41 @@ func TestTwoProvisionalFails(t *testing.T) {
 	}
 	if want := []string{"Start act-waitdaemon-user", "Start act-waitdaemon-fallback"}; !slices.Equal(starts, want) {
 		t.Errorf("starts %q, want %q", starts, want)
+	}
+}
+
+// slowDescribe is the fake engine, whose Describe answers only when its
+// ctx ends: an engine slow to answer.
+type slowDescribe struct{ *recordingStarts }
+
+func (s slowDescribe) Describe(ctx context.Context, _ string) (string, []string, error) {
+	<-ctx.Done()
+	return "", nil, ctx.Err()
+}
+
+// TestTwoDescribeTakesNoTime: asking what the containers will run takes
+// nothing from the wait: an engine that does not say by the start
+// leaves the start on time, and the result before it names the image
+// phase 1 made the container of.
+func TestTwoDescribeTakesNoTime(t *testing.T) {
+	rec := &recordingStarts{Engine: waiterFake(false), file: filepath.Join(t.TempDir(), "result.json"), before: map[string][]result{}}
+	rec.ExitedAt = time.Now().Add(-700 * time.Millisecond)
+	args := waiterArgs(0, false)
+	args.WaitSeconds, args.ResultFile, args.UserImage = 1, rec.file, "docker.io/library/alpine:3.20"
+	var out bytes.Buffer
+	if err := Two(context.Background(), slowDescribe{rec}, args, Options{Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	var started waited
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, `"msg":"started user container"`) {
+			_ = json.Unmarshal([]byte(l), &started)
+		}
+	}
+	if started.LateMS > 200 || started.StartSent == "" {
+		t.Errorf("start sent %d ms late; want on time, whatever the engine's Describe:\n%s", started.LateMS, out.String())
+	}
+	if b := rec.before["act-waitdaemon-user"]; len(b) != 1 || b[0].Image != args.UserImage || b[0].Attempts[0].Image != args.UserImage {
+		t.Errorf("result before the start: %+v; want the image phase 1 made the user container of", b)
 	}
 }

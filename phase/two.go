@@ -31,12 +31,18 @@ var followLost = 2 * time.Minute
 // told: as docker run gives the engine's failures.
 const unfollowedExitCode = 125
 
-// finishGrace is how long the finish's engine calls go on after a
+// FinishGrace is how long the finish's engine calls go on after a
 // signal: the shutdown the user container started sends it, and may have
 // stopped the engine already, whose calls would each wait for it to come
 // back while the shutdown waits for the waiter. The result is reported
 // after them.
-const finishGrace = 2 * time.Second
+const FinishGrace = 2 * time.Second
+
+// signalStart bounds the start of the fallback after a signal: the
+// shutdown that sent it may have stopped the engine already, whose calls
+// would each wait for it to come back while the shutdown waits for the
+// waiter.
+var signalStart = 5 * time.Second
 
 // unwritableLinger is how long a waiter that cannot write its result
 // file stays, for phase 1 to read why.
@@ -47,6 +53,14 @@ type waiter struct {
 	WaiterArgs
 	eng engine.Engine
 	o   Options
+	// planned is what each container will run, by name, as the engine
+	// said during the wait: its Image and Command alone.
+	planned map[string]attempt
+	// lastWrite is closed once the last write of the result file that
+	// was begun has ended; writeNote says which writes before a run did
+	// not end in time.
+	lastWrite chan struct{}
+	writeNote string
 }
 
 // Two is phase 2, run as the detached waiter container that phase 1
@@ -69,7 +83,9 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 	if exit.Known && exit.Code != 0 {
 		return w.actionFailed(ctx, exit.Code)
 	}
-	if !engine.Sleep(ctx, time.Until(exit.At.Add(time.Duration(w.WaitSeconds)*time.Second))) {
+	start := exit.At.Add(time.Duration(w.WaitSeconds) * time.Second)
+	w.describe(ctx, start)
+	if !engine.Sleep(ctx, time.Until(start)) {
 		return w.cancel() // a signal during the action or the wait
 	}
 	res, err := w.runUser(ctx, exit)
@@ -82,9 +98,16 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 		// what it removes.
 		sweepWaiters(ctx, eng, w.ActionName, w.o.Stdout)
 	}
-	fctx, stop := graceAfter(ctx, finishGrace)
+	fctx, stop := Finishing(ctx)
 	defer stop()
 	return w.finish(fctx, res)
+}
+
+// Finishing is the context of what the waiter does as it ends, its
+// finish and the removal of its own container: ctx, which a signal ends,
+// given FinishGrace more.
+func Finishing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return graceAfter(ctx, FinishGrace)
 }
 
 // graceAfter is a context that ctx's end does not end at once, but grace
@@ -176,7 +199,8 @@ func (w *waiter) attempt(ctx context.Context, n int, res result, exit engine.Exi
 	}
 	container := attemptName(w.UserContainer, n)
 	_, err := w.eng.Again(context.WithoutCancel(ctx), w.UserContainer, container)
-	w.provisional(res, attempt{Attempt: n, Container: container})
+	first := w.planned[w.UserContainer] // what the re-run runs: the first's
+	w.provisional(res, attempt{Attempt: n, Container: container, Image: cmp.Or(first.Image, w.imageOf(w.UserContainer)), Command: first.Command})
 	if err != nil {
 		a := w.refused(container, "making the re-run's container", err)
 		a.ExitCode = notMadeExitCode
@@ -218,13 +242,18 @@ func (w *waiter) stopBeforeRerun(n int) string {
 }
 
 // runFallback runs the fallback once, after the user container's last
-// run failed. After a signal it is started and not followed: it runs on.
+// run failed. After a signal it is started, within signalStart, and not
+// followed: it runs on, not ended, as the result says (it may be what
+// takes the machine down).
 func (w *waiter) runFallback(ctx context.Context, res result) (result, error) {
 	w.provisional(res, attempt{Container: w.FallbackContainer})
 	if res.Stopped != "" {
-		fb := attempt{Container: w.FallbackContainer, Image: w.FallbackImage, ExitCode: unfollowedExitCode, LogTail: []string{}, LogNote: "started as the waiter stopped: not followed"}
-		if err := w.eng.Start(context.WithoutCancel(ctx), w.FallbackContainer); err != nil {
+		sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), signalStart)
+		defer stop()
+		fb := attempt{Container: w.FallbackContainer, Image: cmp.Or(w.planned[w.FallbackContainer].Image, w.FallbackImage), Command: w.planned[w.FallbackContainer].Command, ExitCode: -1, LogTail: []string{}, LogNote: "started as the waiter stopped: not followed"}
+		if err := w.eng.Start(sctx, w.FallbackContainer); err != nil {
 			fb = w.refused(w.FallbackContainer, "starting the fallback", err)
+			fb.Ended = true
 		}
 		res.Fallback = &fb
 		return res, nil
@@ -265,10 +294,10 @@ func (w *waiter) run(ctx context.Context, container, what string, started func(t
 	if r.Output == nil {
 		r.Output = []string{}
 	}
-	return attempt{
+	return ordered(attempt{
 		Container: container, Image: r.Image, Command: r.Command, ExitCode: r.ExitCode,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, LogTail: r.Output, LogNote: r.Note,
-	}, nil
+	}), nil
 }
 
 // refused is the failed run of a container whose start failed, with the
@@ -351,9 +380,14 @@ func (w *waiter) finish(ctx context.Context, res result) error {
 }
 
 // report logs the result, the waiter's last line, and writes the result
-// file when one was asked for.
+// file when one was asked for. A fallback started and not followed (after
+// a signal) runs on: the result is still running, with no outcome yet.
 func (w *waiter) report(res result) error {
-	w.mark(&res, stateDone)
+	state := stateDone
+	if res.Fallback != nil && !res.Fallback.Ended {
+		state, res.ExitCode = stateRunning, -1
+	}
+	w.mark(&res, state)
 	logEvent(w.o.Stdout, "result", res)
 	if w.ResultFile == "" {
 		return nil
@@ -372,16 +406,20 @@ func (w *waiter) actionFailed(ctx context.Context, code int) error {
 	return errors.Join(append(errs, w.report(res))...)
 }
 
-// cancel removes the containers that will now never start.
+// cancel removes the containers that will now never start, and reports
+// so: a result file an earlier run of the action left must not go on
+// describing that run as this one.
 func (w *waiter) cancel() error {
 	ctx, stop := context.WithTimeout(context.Background(), 15*time.Second)
 	defer stop()
 	errs := removeAll(ctx, w.eng, []string{w.UserContainer, w.FallbackContainer})
 	logEvent(w.o.Stdout, "cancelled during the wait; nothing was started", map[string]string{"user_container": w.UserContainer})
+	var err error
 	if len(errs) > 0 {
-		return fmt.Errorf("cancelled during the wait, and removing what will never start: %w", errors.Join(errs...))
+		err = fmt.Errorf("cancelled during the wait, and removing what will never start: %w", errors.Join(errs...))
 	}
-	return nil
+	res := result{ExitCode: -1, Attempts: []attempt{}, NotStarted: "cancelled by a signal during the action or the wait: nothing was started"}
+	return errors.Join(err, w.report(res))
 }
 
 // leave ends the waiter after a signal once the user container runs: it

@@ -281,6 +281,41 @@ func TestTwoSignals(t *testing.T) {
 	})
 }
 
+// TestTwoSignalWritesResult: a signal during the action or the wait
+// writes a result that says so and that nothing started, over the file
+// an earlier run of the action left, which would otherwise go on
+// describing that run as if it were this one.
+func TestTwoSignalWritesResult(t *testing.T) {
+	for _, during := range []string{"the action", "the wait"} {
+		t.Run(during, func(t *testing.T) {
+			eng := waiterFake(true)
+			args := waiterArgs(0, true)
+			args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+			earlier := `{"action":"act","state":"done","exit_code":0,"attempts":[{"attempt":1,"container":"act-waitdaemon-user","exit_code":0,"ended":true}]}`
+			if err := os.WriteFile(args.ResultFile, []byte(earlier), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if during == "the action" {
+				eng.Block = map[string]bool{"ActionExited": true}
+			} else {
+				args.WaitSeconds = 60
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			var out bytes.Buffer
+			if err := Two(ctx, eng, args, Options{Stdout: &out}); err != nil {
+				t.Fatal(err)
+			}
+			checkCancelled(t, eng, out.String())
+			res := lastResult(t, out.String())
+			if res.State != stateDone || res.ExitCode != -1 || len(res.Attempts) != 0 || res.Fallback != nil || !strings.Contains(res.NotStarted, "cancelled") {
+				t.Errorf("result = %+v; want done, exit -1, no run, and not_started saying it was cancelled", res)
+			}
+			checkResultFile(t, args.ResultFile, res)
+		})
+	}
+}
+
 // TestTwoSignalWhileRemoving: a signal once the user container has
 // exited (the shutdown it started) ends the removals of the finish, as
 // calls to an engine the shutdown stopped would otherwise wait for it:

@@ -554,6 +554,16 @@ func unreadable(err error) (string, bool) {
 		strings.Contains(ae.Message, "cannot read logs")
 }
 
+// Describe says what container id will run, from its inspect, as Follow
+// says what it ran.
+func (e *Engine) Describe(ctx context.Context, id string) (string, []string, error) {
+	ctr, err := e.C.ContainerInspect(ctx, id)
+	if err != nil {
+		return "", nil, err
+	}
+	return ctr.Config.Image, append([]string{ctr.Path}, ctr.Args...), nil
+}
+
 // Follow waits for the run, then reads the tail of its output. (A
 // container's first output can come before the StartedAt the engine
 // records, so a re-run's tail starts at the previous run's end.)

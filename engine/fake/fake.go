@@ -61,8 +61,9 @@ type Engine struct {
 	// PullTakes is how long a pull takes, unless its ctx ends first.
 	PullTakes time.Duration
 	// Block makes ActionExited (key "ActionExited"), Follow (key
-	// "Follow <name>") or Remove (key "Remove <name>") wait until ctx
-	// ends, as a call to an engine that is gone and not back does.
+	// "Follow <name>"), Start (key "Start <name>") or Remove (key
+	// "Remove <name>") wait until ctx ends, as a call to an engine that
+	// is gone and not back does.
 	Block map[string]bool
 	// After makes a call wait, before it does anything, until another
 	// call has been made (key and value as Calls records them): it shows
@@ -507,8 +508,12 @@ func (e *Engine) Again(_ context.Context, first, name string) (string, error) {
 	return c.id, nil
 }
 
-func (e *Engine) Start(_ context.Context, id string) error {
+func (e *Engine) Start(ctx context.Context, id string) error {
 	err, do := e.call("Start", e.nameOf(id))
+	if e.Block["Start "+e.nameOf(id)] {
+		<-ctx.Done()
+		return fmt.Errorf("starting %s: %w", id, ctx.Err())
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.find(id)
@@ -527,6 +532,20 @@ func (e *Engine) Start(_ context.Context, id string) error {
 		}
 	}
 	return err
+}
+
+// Describe names what Follow will: "image-of-<name>", run <name>.
+func (e *Engine) Describe(_ context.Context, id string) (string, []string, error) {
+	name := e.nameOf(id)
+	if err, _ := e.call("Describe", name); err != nil {
+		return "", nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.find(id) == nil {
+		return "", nil, fmt.Errorf("inspecting %s: no such container", id)
+	}
+	return "image-of-" + name, []string{"run", name}, nil
 }
 
 func (e *Engine) Output(ctx context.Context, id string, w io.Writer) error {
