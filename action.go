@@ -43,7 +43,9 @@ func (w *waiterCmd) Run(ctx context.Context, g *globals) error {
 
 // end is the waiter's end, once phase 2 has returned err: on an engine on
 // which the waiter removes its own container (engine.Ender), err is said
-// first, as main would say it, since the removal ends this process.
+// first, as main would say it, since the removal ends this process. After
+// a signal the removal gets the finish's grace: the shutdown may have
+// stopped the engine, for which the client would otherwise wait.
 func end(ctx context.Context, eng engine.Engine, args phase.WaiterArgs, err error, out io.Writer) error {
 	ender, ok := eng.(engine.Ender)
 	if !ok || args.ActionName == "" {
@@ -53,7 +55,9 @@ func end(ctx context.Context, eng engine.Engine, args phase.WaiterArgs, err erro
 		fmt.Fprintln(out, "waitdaemon:", err)
 		err = exitError{code: exitCode(err)}
 	}
-	if rerr := ender.End(context.WithoutCancel(ctx), args.Waiter()); rerr != nil {
+	ectx, stop := phase.Finishing(ctx)
+	defer stop()
+	if rerr := ender.End(ectx, args.Waiter()); rerr != nil {
 		fmt.Fprintln(out, "waitdaemon: removing the waiter's own container:", rerr)
 		return cmp.Or(err, error(exitError{code: exitFailure}))
 	}

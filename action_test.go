@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kong"
 	"github.com/waitdaemon/waitdaemon/engine"
@@ -80,11 +82,43 @@ type ender struct {
 	said  *bytes.Buffer // what had been said when End was called
 	ended []string
 	err   error
+	gone  bool // End waits until its ctx ends, as on an engine that is gone
 }
 
-func (e *ender) End(_ context.Context, name string) error {
+func (e *ender) End(ctx context.Context, name string) error {
 	e.ended = append(e.ended, name+" after "+strconv.Quote(e.said.String()))
+	if e.gone {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	return e.err
+}
+
+// TestWaiterEndAfterSignal: after a signal (the shutdown's, which may
+// have stopped the engine already), the removal of the waiter's own
+// container gets the finish's grace, not the client's minute of waiting
+// for an engine that is gone; without a signal it is not cut.
+func TestWaiterEndAfterSignal(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out bytes.Buffer
+	eng := &ender{Engine: &fake.Engine{}, said: &out, gone: true}
+	done := make(chan error, 1)
+	began := time.Now()
+	go func() { done <- end(ctx, eng, phase.WaiterArgs{ActionName: "act"}, nil, &out) }()
+	select {
+	case err := <-done:
+		if took := time.Since(began); took < phase.FinishGrace-100*time.Millisecond || exitCode(err) != 1 || !strings.Contains(out.String(), "removing the waiter's own container") {
+			t.Errorf("end() = %v after %v, said %q; want the removal cut after %v, and said", err, took, out.String(), phase.FinishGrace)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("end() still removing the waiter's own container 10 s after the signal, from an engine that is gone")
+	}
+	// No signal: the removal is not cut.
+	slow := &ender{Engine: &fake.Engine{}, said: &out}
+	if err := end(context.Background(), slow, phase.WaiterArgs{ActionName: "act"}, nil, &out); err != nil || len(slow.ended) != 1 {
+		t.Errorf("end() = %v, ended %q; want the removal done", err, slow.ended)
+	}
 }
 
 // TestWaiterEnd: on an engine on which the waiter removes its own

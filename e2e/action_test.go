@@ -3,6 +3,7 @@ package e2e
 import (
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -324,7 +325,8 @@ func TestSignals(t *testing.T) {
 	onEngines(t, func(t *testing.T, e rig) {
 		t.Run("during the wait", func(t *testing.T) {
 			out := t.TempDir()
-			r := e.run(t, tinkWorker, action{name: "e2e sigterm wait", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "30"}, volumes: []string{out + ":/out"}})
+			file := filepath.Join(out, "result.json")
+			r := e.run(t, tinkWorker, action{name: "e2e sigterm wait", env: map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "30", "WAITDAEMON_RESULT_FILE": file}, volumes: []string{out + ":/out"}})
 			if r.ExitCode != 0 {
 				t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
 			}
@@ -337,6 +339,11 @@ func TestSignals(t *testing.T) {
 			waitDone(t, e, r.ID, 5*time.Second)
 			if _, ran := readProbe(t, out, "probe"); ran {
 				t.Error("the user container ran after the waiter was cancelled")
+			}
+			// The result says so: a file an earlier run left would
+			// otherwise go on describing that run.
+			if res, data := readOutcome(t, file); res.State != "done" || res.ExitCode != -1 || len(res.Attempts) != 0 || !strings.Contains(data, `"not_started": "cancelled`) {
+				t.Errorf("result file %s; want done, exit -1, no attempt, and not_started saying it was cancelled", data)
 			}
 		})
 		t.Run("after the start", func(t *testing.T) {

@@ -40,7 +40,7 @@ type faultProxy struct {
 type faultKind int
 
 const (
-	answer     faultKind = iota // answer status with a message, never forwarding
+	answer     faultKind = iota // answer status with a message (after delay, if set), never forwarding
 	hangUp                      // close the connection without an answer
 	hangUpLate                  // forward, let the engine act, then close without an answer
 	slow                        // forward after delay
@@ -170,6 +170,14 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f != nil {
 		switch f.kind {
 		case answer:
+			if f.delay > 0 { // answered late, as a long wait that fails
+				select {
+				case <-time.After(f.delay):
+				case <-r.Context().Done():
+					p.note("%s: gave up waiting after less than %v (fault)", exchange, f.delay)
+					return
+				}
+			}
 			p.note("%s: %d (fault)", exchange, f.status)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(f.status)

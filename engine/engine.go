@@ -68,6 +68,12 @@ type Engine interface {
 	// Called again for the same spec, as after a lost answer, it adopts
 	// the container it made.
 	Create(ctx context.Context, spec Spec) (string, error)
+	// Again makes the container of another run of container first: a
+	// fresh one called name, from first's image and settings as first
+	// was created, with nothing of what first's runs left in its file
+	// system, not started. Called again for the same name, as after a
+	// lost answer, it adopts the container it made.
+	Again(ctx context.Context, first, name string) (string, error)
 	// Start starts a created container. A start whose answer was lost is
 	// not sent again blindly: a container that started, even one that has
 	// already stopped, counts as started.
@@ -99,6 +105,15 @@ type Teller interface {
 	// Tell hands one line (no newline) to phase 1's Output of the
 	// container this process runs in.
 	Tell(ctx context.Context, line []byte) error
+}
+
+// Describer is an engine that can say, before a container's start, what
+// it will run: the waiter names it in the result it writes before each
+// run, which the next boot reads if that run took the machine down.
+type Describer interface {
+	// Describe returns the image and command of container id, created
+	// and not necessarily started, as Follow would give them.
+	Describe(ctx context.Context, id string) (image string, command []string, err error)
 }
 
 // Ender is an engine on which the waiter removes its own container as
@@ -297,16 +312,33 @@ func (e *MissingSourceError) Error() string {
 func (e *MissingSourceError) Unwrap() error { return e.Err }
 
 // StartExitCode is the exit code a run that could not start is given, as
-// a shell gives it: 127 when its command is not there, 126 when it cannot
-// be run, and 125, as docker run gives it, for any other failure of the
-// engine's.
+// a shell gives it: 127 when the runtime's exec of its command found no
+// such command, 126 when it could not run it, and 125, as docker run
+// gives it, for any other failure of the engine's, whatever words it
+// holds (a device or bind source that is not there, a directory that
+// cannot be made: all before the exec).
 func StartExitCode(err error) int {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "executable file not found"), strings.Contains(msg, "no such file or directory"):
+	msg := strings.ToLower(err.Error())
+	i := -1
+	for _, m := range execStep {
+		if j := strings.Index(msg, m); j >= 0 && (i < 0 || j < i) {
+			i = j
+		}
+	}
+	if i < 0 {
+		return 125
+	}
+	switch exec := msg[i:]; {
+	case strings.Contains(exec, "not found"), strings.Contains(exec, "no such file or directory"):
 		return 127
-	case strings.Contains(msg, "permission denied"), strings.Contains(msg, "exec format error"):
+	case strings.Contains(exec, "permission denied"), strings.Contains(exec, "exec format error"):
 		return 126
 	}
 	return 125
 }
+
+// execStep are how the runtimes word their exec of the command, lower
+// case: runc's exec.LookPath and execve ("exec: \"/x\": stat /x: …", "exec
+// /x: permission denied"), and crun's ("executable file `x` not found",
+// "open executable: Permission denied"). What the exec met follows.
+var execStep = []string{`exec: "`, `exec: \"`, "exec /", "exec user process", "executable file", "open executable"}

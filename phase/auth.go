@@ -18,15 +18,16 @@ import (
 // credentials are the WAITDAEMON_REGISTRY_USERNAME and _PASSWORD pair.
 type credentials struct{ username, password string }
 
-// Auth returns the credentials for ref's registry, and for no other:
+// Auth returns the credentials for ref's registry (Docker Hub by any of
+// its names), and for no other:
 //   - the WAITDAEMON_REGISTRY_ pair, when ref is on IMAGE's registry (the
 //     pair is documented as IMAGE's);
 //   - else the auths entry for ref's registry in config.json, under
 //     RegistryConfig;
 //   - else nil: anonymous.
 func (s Settings) Auth(ref imageref.Ref) (*engine.Auth, error) {
-	registry := ref.Registry()
-	if s.registry.username != "" && registry == s.Image.Registry() {
+	registry := registryHost(ref.Registry())
+	if s.registry.username != "" && registry == registryHost(s.Image.Registry()) {
 		return &engine.Auth{Username: s.registry.username, Password: s.registry.password, Registry: registry}, nil
 	}
 	dir := s.RegistryConfig
@@ -76,8 +77,9 @@ func configAuth(file string, data []byte, registry string) (*engine.Auth, error)
 }
 
 // registryHost turns a config.json key ("https://index.docker.io/v1/",
-// "registry.example:5000", "https://r.example/v2/") into the host that
-// Ref.Registry names.
+// "registry.example:5000", "https://r.example/v2/"), or a reference's
+// registry, into one host: each of Docker Hub's names into docker.io, so
+// that a key and an image that both name Hub match however each names it.
 func registryHost(key string) string {
 	key = strings.TrimPrefix(strings.TrimPrefix(key, "https://"), "http://")
 	key, _, _ = strings.Cut(key, "/")

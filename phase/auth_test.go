@@ -82,6 +82,18 @@ func TestRegistryAuth(t *testing.T) {
 			want:   &engine.Auth{Username: "hubuser", Password: password, Registry: "docker.io"},
 		},
 		{
+			name:   "Docker Hub key for an image on registry-1.docker.io",
+			config: ptr(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, hubKey, b64("hubuser:"+password))),
+			ref:    "registry-1.docker.io/library/alpine:3.20",
+			want:   &engine.Auth{Username: "hubuser", Password: password, Registry: "docker.io"},
+		},
+		{
+			name:   "registry-1.docker.io key for an image on registry.hub.docker.com",
+			config: ptr(fmt.Sprintf(`{"auths":{"registry-1.docker.io":{"auth":%q}}}`, b64("hubuser:"+password))),
+			ref:    "registry.hub.docker.com/library/alpine:3.20",
+			want:   &engine.Auth{Username: "hubuser", Password: password, Registry: "docker.io"},
+		},
+		{
 			name:   "Docker Hub key does not match a private registry",
 			config: ptr(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, hubKey, b64("hubuser:"+password))),
 			ref:    private,

@@ -29,6 +29,28 @@ const (
 // it is that run's own; one kept since carries a name of its own.
 func containerName(action, role string) string { return action + "-waitdaemon-" + role }
 
+// attemptName is the name of the user container of attempt n (from 1) of
+// an action whose first is named user: that one's own for the first, and
+// for each re-run a fresh container's, user-n. Two digits at most, so
+// that none looks like a kept one's name, user-<12 hex digits>.
+func attemptName(user string, n int) string {
+	if n == 1 {
+		return user
+	}
+	return user + "-" + strconv.Itoa(n)
+}
+
+// isAttemptName reports whether name is a re-run's container of the user
+// container named user.
+func isAttemptName(user, name string) bool {
+	for n := 2; n <= MaxRetries+1; n++ {
+		if name == attemptName(user, n) {
+			return true
+		}
+	}
+	return false
+}
+
 // labels marks a container of role for the action self.
 func labels(role, action, actionID string) map[string]string {
 	return map[string]string{LabelRole: role, LabelAction: action, LabelActionID: actionID}
@@ -133,7 +155,10 @@ type result struct {
 	NotStarted     string `json:"not_started,omitempty"`
 	// Stopped says why the waiter stopped before the re-runs were spent:
 	// a signal during the pause before one.
-	Stopped   string `json:"stopped,omitempty"`
+	Stopped string `json:"stopped,omitempty"`
+	// WriteNote says which writes before a run did not finish in time
+	// (a device that does not answer): the run started without them.
+	WriteNote string `json:"write_note,omitempty"`
 	BootID    string `json:"boot_id,omitempty"`
 	WrittenAt string `json:"written_at,omitempty"`
 }
@@ -153,8 +178,11 @@ type attempt struct {
 	ExitCode   int      `json:"exit_code"`
 	StartedAt  string   `json:"started_at,omitempty"`
 	FinishedAt string   `json:"finished_at,omitempty"`
-	LogTail    []string `json:"log_tail"`
-	LogNote    string   `json:"log_note,omitempty"`
+	// TimeNote says how the engine dated the run, when it dated its end
+	// before its start: StartedAt is then FinishedAt.
+	TimeNote string   `json:"time_note,omitempty"`
+	LogTail  []string `json:"log_tail"`
+	LogNote  string   `json:"log_note,omitempty"`
 	// Ended is false for the run under way when the file was written:
 	// then ExitCode is -1.
 	Ended bool `json:"ended"`

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,4 +203,69 @@ func TestFindDevice(t *testing.T) {
 		return
 	}
 	t.Log("no block device in /dev to read")
+}
+
+// TestTwoResultDeviceHangs: a write before a run that the device does not
+// finish (a failing disk) holds the start up for provisionalWrite at
+// most: the run starts, the result says that write did not finish, and
+// no write overtakes the one still under way, so that the file ends as
+// the last one written.
+func TestTwoResultDeviceHangs(t *testing.T) {
+	m := &mountRecorder{disk: filepath.Join(t.TempDir(), "disk")}
+	if err := os.MkdirAll(filepath.Join(m.disk, "var", "log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var mu sync.Mutex
+	mounts := 0
+	was, bound := onDevice, provisionalWrite
+	provisionalWrite = 50 * time.Millisecond
+	onDevice = func(device string, fn func(root string) error) error {
+		mu.Lock()
+		mounts++
+		n := mounts
+		mu.Unlock()
+		if n == 2 { // the write before the first run: the device hangs
+			<-release
+		}
+		return m.onDevice(device, fn)
+	}
+	t.Cleanup(func() { onDevice, provisionalWrite = was, bound })
+
+	eng := waiterFake(true)
+	eng.Exits = map[string][]int{"act-waitdaemon-user": {5}}
+	args := waiterArgs(0, true)
+	args.ResultDevice, args.ResultFile = "/dev/sdb1", "/var/log/w.json"
+	go func() {
+		for !slices.Contains(eng.Calls(), "Start act-waitdaemon-fallback") {
+			time.Sleep(time.Millisecond)
+		}
+		close(release)
+	}()
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- Two(context.Background(), eng, args, Options{Stdout: &out}) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("phase 2: %v\n%s", err, out.String())
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatalf("phase 2 still waiting 10 s on a write before the run that the device does not finish; calls %q", eng.Calls())
+	}
+	res := lastResult(t, out.String())
+	wantNote := "the result before attempt 1 was not written within 50ms: the run started without it; " +
+		"the result before the fallback was not written: the write before it had not ended"
+	if res.WriteNote != wantNote || res.ExitCode != 5 {
+		t.Errorf("result %+v; want exit 5, and the note %q", res, wantNote)
+	}
+	data, err := os.ReadFile(filepath.Join(m.disk, "var", "log", "w.json"))
+	var file result
+	if err == nil {
+		err = json.Unmarshal(data, &file)
+	}
+	if err != nil || file.State != stateDone || file.WriteNote != res.WriteNote {
+		t.Errorf("result on the device: %s (%v); want the last result, with its note", data, err)
+	}
 }

@@ -56,7 +56,7 @@ func TestTwoFollowFails(t *testing.T) {
 
 	t.Run("never settled", func(t *testing.T) {
 		eng := waiterFake(true)
-		eng.Fail = map[string]error{"Follow act-waitdaemon-user": engineGone}
+		eng.Fail = onEachAttempt("Follow", 2, engineGone)
 		res, args := twoWithResultFile(t, eng)
 		if len(res.Attempts) != 2 || res.ExitCode != unfollowedExitCode {
 			t.Fatalf("result = %+v; want two attempts, exit %d", res, unfollowedExitCode)
@@ -69,8 +69,10 @@ func TestTwoFollowFails(t *testing.T) {
 		if res.Fallback == nil || res.Fallback.ExitCode != 0 {
 			t.Errorf("fallback = %+v; want it run, exit 0", res.Fallback)
 		}
-		if n := countCalls(eng.Calls(), "Follow act-waitdaemon-user"); n < 4 {
-			t.Errorf("followed %d times; want each run asked after again: %q", n, eng.Calls())
+		for _, c := range []string{"Follow act-waitdaemon-user", "Follow act-waitdaemon-user-2"} {
+			if n := countCalls(eng.Calls(), c); n < 2 {
+				t.Errorf("%d of %q; want each run asked after again: %q", n, c, eng.Calls())
+			}
 		}
 		checkResultFile(t, args.ResultFile, res)
 	})
@@ -94,14 +96,16 @@ func checkResultFile(t *testing.T, file string, want result) {
 		t.Fatalf("no result file: %v", err)
 	}
 	var got result
-	if err := json.Unmarshal(data, &got); err != nil || got.ExitCode != want.ExitCode || len(got.Attempts) != len(want.Attempts) || (got.Fallback == nil) != (want.Fallback == nil) {
+	if err := json.Unmarshal(data, &got); err != nil || got.ExitCode != want.ExitCode || got.State != want.State || got.NotStarted != want.NotStarted || len(got.Attempts) != len(want.Attempts) || (got.Fallback == nil) != (want.Fallback == nil) {
 		t.Errorf("result file = %s (%v); want the result line's", data, err)
 	}
 }
 
 // TestTwoSignalInBackoff: a signal during the pause before a re-run
 // starts no more re-runs, and says so: nothing runs on. The fallback
-// still starts, as the user container failed, and the result is written.
+// still starts, as the user container failed, and the result is written:
+// still running, as the fallback was started and not followed (it may be
+// the run that takes the machine down), its exit code -1.
 func TestTwoSignalInBackoff(t *testing.T) {
 	base, limit := retryBase, retryCap
 	retryBase, retryCap = time.Minute, time.Minute
@@ -126,14 +130,60 @@ func TestTwoSignalInBackoff(t *testing.T) {
 		t.Errorf("said the user container runs on, though it stopped:\n%s", out.String())
 	}
 	res := lastResult(t, out.String())
-	if len(res.Attempts) != 1 || res.ExitCode != 1 || !strings.Contains(res.Stopped, "re-run") {
+	if len(res.Attempts) != 1 || res.Attempts[0].ExitCode != 1 || !res.Attempts[0].Ended || !strings.Contains(res.Stopped, "re-run") {
 		t.Errorf("result = %+v; want the one attempt, exit 1, and why no re-run came", res)
 	}
-	if res.Fallback == nil || !slices.Contains(eng.Calls(), "Start act-waitdaemon-fallback") {
-		t.Errorf("fallback = %+v, calls %q; want it started", res.Fallback, eng.Calls())
+	if res.State != stateRunning || res.ExitCode != -1 {
+		t.Errorf("result's state %q, exit code %d; want %q and -1: the fallback runs on, not followed", res.State, res.ExitCode, stateRunning)
+	}
+	if fb := res.Fallback; fb == nil || fb.Ended || fb.ExitCode != -1 || !fb.Kept || !slices.Contains(eng.Calls(), "Start act-waitdaemon-fallback") {
+		t.Errorf("fallback = %+v, calls %q; want it started, not ended, exit code -1, not removed", res.Fallback, eng.Calls())
+	}
+	if slices.Contains(eng.Calls(), "Remove act-waitdaemon-fallback") {
+		t.Errorf("the fallback, which runs on, was removed: %q", eng.Calls())
 	}
 	if n := countCalls(eng.Calls(), "Start act-waitdaemon-user"); n != 1 {
 		t.Errorf("user container started %d times; want once", n)
+	}
+	checkResultFile(t, args.ResultFile, res)
+}
+
+// TestTwoSignalFallbackBounded: the fallback started after a signal (in
+// the pause before a re-run) gets a few seconds: during a shutdown the
+// engine may be stopped already, and its start would otherwise wait for
+// it to come back, as long as the shutdown lets the waiter live. A start
+// cut so is a start refused, and the result is written.
+func TestTwoSignalFallbackBounded(t *testing.T) {
+	base, limit, bound := retryBase, retryCap, signalStart
+	retryBase, retryCap, signalStart = time.Minute, time.Minute, 100*time.Millisecond
+	t.Cleanup(func() { retryBase, retryCap, signalStart = base, limit, bound })
+	eng := waiterFake(true)
+	eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
+	eng.Block = map[string]bool{"Start act-waitdaemon-fallback": true}
+	args := waiterArgs(3, true)
+	args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for !slices.Contains(eng.Calls(), "Follow act-waitdaemon-user") {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
+		cancel()
+	}()
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- Two(ctx, eng, args, Options{Stdout: &out}) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("phase 2: %v\n%s", err, out.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("phase 2 still starting the fallback 10 s after the signal; calls %q", eng.Calls())
+	}
+	res := lastResult(t, out.String())
+	if fb := res.Fallback; fb == nil || !fb.Ended || fb.ExitCode != 125 || !strings.Contains(strings.Join(fb.LogTail, " "), "could not start") {
+		t.Errorf("fallback = %+v; want its start refused, exit 125", res.Fallback)
 	}
 	checkResultFile(t, args.ResultFile, res)
 }
@@ -161,16 +211,15 @@ func TestTwoActionExitedFails(t *testing.T) {
 }
 
 // TestTwoStartFailsBetweenRuns: a run that could not start after one
-// that ran has that run's image and command; a re-run after it reads its
-// output from the end of the last run that ran, not from the first run's
-// start; and a last run that could not start leaves the result the image
-// and command of the runs before.
+// that ran has that run's image and command; a re-run after it reads the
+// output of its own container, from its start; and a last run that could
+// not start leaves the result the image and command of the runs before.
 func TestTwoStartFailsBetweenRuns(t *testing.T) {
 	for _, retries := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d retries", retries), func(t *testing.T) {
 			eng := waiterFake(false)
 			eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
-			eng.Once = map[string][]error{"Start act-waitdaemon-user": {nil, errors.New("500: the engine is out of sorts")}}
+			eng.Fail = map[string]error{"Start act-waitdaemon-user-2": errors.New("500: the engine is out of sorts")}
 			var out bytes.Buffer
 			if err := Two(context.Background(), eng, waiterArgs(retries, false), Options{Stdout: &out}); err != nil {
 				t.Fatalf("phase 2: %v\n%s", err, out.String())
@@ -186,12 +235,14 @@ func TestTwoStartFailsBetweenRuns(t *testing.T) {
 			if res.Image != "image-of-act-waitdaemon-user" || !slices.Equal(res.Command, ran) {
 				t.Errorf("result's image %q, command %q; want those that ran", res.Image, res.Command)
 			}
-			want := []string{""}
-			if retries == 2 {
-				want = append(want, res.Attempts[0].FinishedAt)
-			}
-			if since := eng.Sinces("act-waitdaemon-user"); !slices.Equal(since, want) {
-				t.Errorf("the runs' output read since %q; want %q: the first run's end after the refused start", since, want)
+			for n := 1; n <= retries+1; n++ {
+				want := []string{""}
+				if n == 2 {
+					want = nil // refused
+				}
+				if since := eng.Sinces(attemptName("act-waitdaemon-user", n)); !slices.Equal(since, want) {
+					t.Errorf("attempt %d's output read since %q; want %q", n, since, want)
+				}
 			}
 		})
 	}
@@ -229,5 +280,57 @@ func TestTwoFollowLogFails(t *testing.T) {
 	}
 	if n := countCalls(eng.Calls(), "Follow act-waitdaemon-user"); n != 1 {
 		t.Errorf("followed %d times; want once", n)
+	}
+}
+
+// endsBeforeStart is the fake engine, on which a run ends, by the
+// engine's word, before it started: Docker 20.10 dates a start once the
+// runtime's start returned, by when a quick run has exited.
+type endsBeforeStart struct{ *fake.Engine }
+
+func (e endsBeforeStart) Follow(ctx context.Context, id string, sent time.Time, tail int, since string) (engine.Run, error) {
+	r, err := e.Engine.Follow(ctx, id, sent, tail, since)
+	r.StartedAt, r.FinishedAt = "2026-11-28T04:53:33.4033Z", "2026-11-28T04:53:33.4025Z"
+	return r, err
+}
+
+// TestTwoEndsBeforeStart: a run is never said to have ended before it
+// started: the times are the engine's, ordered, and a note says which
+// one the engine dated late.
+func TestTwoEndsBeforeStart(t *testing.T) {
+	var out bytes.Buffer
+	if err := Two(context.Background(), endsBeforeStart{waiterFake(false)}, waiterArgs(0, false), Options{Stdout: &out}); err != nil {
+		t.Fatalf("phase 2: %v\n%s", err, out.String())
+	}
+	a := lastResult(t, out.String()).Attempts[0]
+	started, serr := time.Parse(time.RFC3339Nano, a.StartedAt)
+	finished, ferr := time.Parse(time.RFC3339Nano, a.FinishedAt)
+	if serr != nil || ferr != nil || finished.Before(started) || a.FinishedAt != "2026-11-28T04:53:33.4025Z" ||
+		!strings.Contains(a.TimeNote, "2026-11-28T04:53:33.4033Z") {
+		t.Errorf("run started %q, finished %q, note %q; want the engine's end, a start no later, and a note with the start the engine gave", a.StartedAt, a.FinishedAt, a.TimeNote)
+	}
+}
+
+// TestOrdered: only a run whose end the engine dates before its start is
+// reordered; the engine's zero time (a run it never saw end) and times
+// it did not give are left as they are.
+func TestOrdered(t *testing.T) {
+	const start, end = "2026-11-28T04:53:33.4033Z", "2026-11-28T04:53:33.4025Z"
+	cases := []struct {
+		started, finished, wantStarted string
+		note                           bool
+	}{
+		{start, end, end, true},
+		{end, start, end, false},
+		{start, start, start, false},
+		{start, "0001-01-01T00:00:00Z", start, false},
+		{start, "", start, false},
+		{"", end, "", false},
+	}
+	for _, tc := range cases {
+		a := ordered(attempt{StartedAt: tc.started, FinishedAt: tc.finished})
+		if a.StartedAt != tc.wantStarted || a.FinishedAt != tc.finished || (a.TimeNote != "") != tc.note {
+			t.Errorf("ordered(%q, %q) = %q, %q, note %q; want %q, %q, a note: %v", tc.started, tc.finished, a.StartedAt, a.FinishedAt, a.TimeNote, tc.wantStarted, tc.finished, tc.note)
+		}
 	}
 }

@@ -297,9 +297,9 @@ func (h *Handoff) print(w io.Writer) error {
 
 // clearLeftovers makes room for this run of the action: an earlier run's
 // waiter is removed (there are never two), its user or fallback container
-// that was never started is removed, and one that ran, or whose start
-// failed, is kept, out of the way. One kept by a run before that already
-// has a name of its own, and stays as it is.
+// (a re-run's user container too) that was never started is removed, and
+// one that ran, or whose start failed, is kept, out of the way. One kept
+// by a run before that already has a name of its own, and stays as it is.
 func clearLeftovers(ctx context.Context, eng engine.Engine, self engine.Self, out io.Writer) error {
 	earlier, err := eng.List(ctx, LabelAction, self.Name)
 	if err != nil {
@@ -307,7 +307,8 @@ func clearLeftovers(ctx context.Context, eng engine.Engine, self engine.Self, ou
 	}
 	for _, e := range earlier {
 		role := e.Labels[LabelRole]
-		if role != RoleWaiter && e.Name != containerName(self.Name, role) {
+		own := e.Name == containerName(self.Name, role) || role == RoleUser && isAttemptName(containerName(self.Name, role), e.Name)
+		if role != RoleWaiter && !own {
 			continue
 		}
 		if role == RoleWaiter || !e.Ran {

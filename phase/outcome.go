@@ -1,7 +1,9 @@
 package phase
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -29,12 +31,16 @@ func bootID() string {
 // mark stamps res, as the waiter writes it, with the action, its state,
 // the boot and the time.
 func (w *waiter) mark(res *result, state string) {
-	res.Action, res.State, res.BootID = w.ActionName, state, bootID()
+	res.Action, res.State, res.BootID, res.WriteNote = w.ActionName, state, bootID(), w.writeNote
 	res.WrittenAt = stamp(time.Now())
 	if res.Attempts == nil {
 		res.Attempts = []attempt{}
 	}
 }
+
+// provisionalWrite bounds a write before a run: a device that does not
+// answer must not keep the run from starting.
+var provisionalWrite = 5 * time.Second
 
 // provisional writes, before a run starts, the result so far with that
 // run (next: the next attempt, or the fallback) started and not ended.
@@ -46,8 +52,14 @@ func (w *waiter) provisional(res result, next attempt) {
 		return
 	}
 	next.ExitCode, next.LogTail = -1, []string{}
+	if next.Image == "" {
+		planned := w.planned[next.Container]
+		next.Image, next.Command = cmp.Or(planned.Image, w.imageOf(next.Container)), planned.Command
+	}
 	if n := len(res.Attempts); n > 0 {
 		res.Image, res.Command = res.Attempts[n-1].Image, res.Attempts[n-1].Command
+	} else {
+		res.Image, res.Command = next.Image, next.Command
 	}
 	if next.Attempt == 0 {
 		res.Fallback = &next
@@ -56,9 +68,94 @@ func (w *waiter) provisional(res result, next attempt) {
 	}
 	res.ExitCode = -1
 	w.mark(&res, stateRunning)
-	if err := w.store(res); err != nil {
+	before := "the fallback"
+	if next.Attempt > 0 {
+		before = fmt.Sprintf("attempt %d", next.Attempt)
+	}
+	if err := w.storeWithin(res, provisionalWrite, before); err != nil {
 		logEvent(w.o.Stdout, "could not write the result so far", map[string]string{"error": err.Error()})
 	}
+}
+
+// storeWithin is store, before the run named before, which waits for it
+// limit at most: a write that has not ended then goes on, the run starts,
+// and the results written after say so. A write still under way from
+// before is not overtaken: this one is left out, and said so too.
+func (w *waiter) storeWithin(res result, limit time.Duration, before string) error {
+	if w.lastWrite != nil {
+		select {
+		case <-w.lastWrite:
+		default:
+			w.noteWrite(fmt.Sprintf("the result before %s was not written: the write before it had not ended", before))
+			return errors.New("an earlier write of the result has not ended: this one is left out")
+		}
+	}
+	ended, errc := make(chan struct{}), make(chan error, 1)
+	w.lastWrite = ended
+	go func() {
+		err := w.write(res)
+		close(ended) // before the answer: the next write finds it ended
+		errc <- err
+	}()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case err := <-errc:
+		return err
+	case <-timer.C:
+		w.noteWrite(fmt.Sprintf("the result before %s was not written within %v: the run started without it", before, limit))
+		return fmt.Errorf("writing the result did not end within %v: the run starts without it", limit)
+	}
+}
+
+// noteWrite adds note to writeNote.
+func (w *waiter) noteWrite(note string) {
+	if w.writeNote != "" {
+		w.writeNote += "; "
+	}
+	w.writeNote += note
+}
+
+// describe asks the engine, during the wait before the start at start,
+// what the user container and the fallback will run, for the result
+// written before each run. It takes nothing from the wait: what the
+// engine has not said by start stays unsaid (the file then names the
+// image phase 1 made it of), and with no result file it asks nothing.
+func (w *waiter) describe(ctx context.Context, start time.Time) {
+	d, ok := w.eng.(engine.Describer)
+	if !ok || w.ResultFile == "" || !time.Now().Before(start) {
+		return
+	}
+	dctx, stop := context.WithDeadline(ctx, start)
+	defer stop()
+	w.planned = map[string]attempt{}
+	for _, c := range []string{w.UserContainer, w.FallbackContainer} {
+		if c == "" {
+			continue
+		}
+		image, command, err := d.Describe(dctx, c)
+		if err != nil {
+			logEvent(w.o.Stdout, "could not learn what a container will run", map[string]string{"container": c, "error": err.Error()})
+			continue
+		}
+		w.planned[c] = attempt{Image: image, Command: command}
+	}
+}
+
+// ordered is run a, never ended before it started: Docker 20.10 dates a
+// start once the runtime's start has returned, and an end by the exit
+// itself, so a run that exits at once can end, by the engine's word,
+// before it started. Its start is then its end, and TimeNote keeps the
+// start the engine gave.
+func ordered(a attempt) attempt {
+	started, serr := time.Parse(time.RFC3339Nano, a.StartedAt)
+	finished, ferr := time.Parse(time.RFC3339Nano, a.FinishedAt)
+	if serr != nil || ferr != nil || finished.Year() <= 1 || !finished.Before(started) {
+		return a
+	}
+	a.TimeNote = fmt.Sprintf("the engine dated the start %s, %v after the end: it dates a start once the runtime's start returned, by when this run had exited; started_at is the end", a.StartedAt, started.Sub(finished))
+	a.StartedAt = a.FinishedAt
+	return a
 }
 
 // settle marks a run ended and, with DownWithin, waits that long for the
@@ -78,8 +175,17 @@ func (w *waiter) settle(ctx context.Context, a *attempt) error {
 	return nil
 }
 
-// store writes res to the result file, on its device when it has one.
+// store writes res to the result file, once the write before it has
+// ended, so that the file ends as the last one written.
 func (w *waiter) store(res result) error {
+	if w.lastWrite != nil {
+		<-w.lastWrite
+	}
+	return w.write(res)
+}
+
+// write writes res to the result file, on its device when it has one.
+func (w *waiter) write(res result) error {
 	if w.ResultDevice == "" {
 		return writeResult(w.ResultFile, res)
 	}

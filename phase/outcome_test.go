@@ -67,13 +67,13 @@ func TestTwoDownWithin(t *testing.T) {
 			starts = append(starts, c)
 		}
 	}
-	if want := []string{"Start act-waitdaemon-user", "Start act-waitdaemon-user", "Start act-waitdaemon-fallback"}; !slices.Equal(starts, want) {
+	if want := []string{"Start act-waitdaemon-user", "Start act-waitdaemon-user-2", "Start act-waitdaemon-fallback"}; !slices.Equal(starts, want) {
 		t.Errorf("starts %q, want %q", starts, want)
 	}
 	if !strings.Contains(out.String(), `"msg":"waiting for the machine to go down"`) {
 		t.Errorf("no line says the waiter waits for the machine to go down:\n%s", out.String())
 	}
-	if want := []string{"act-waitdaemon-fallback", "act-waitdaemon-user", "act-waitdaemon-waiter"}; !slices.Equal(eng.Names(), want) {
+	if want := []string{"act-waitdaemon-fallback", "act-waitdaemon-user", "act-waitdaemon-user-2", "act-waitdaemon-waiter"}; !slices.Equal(eng.Names(), want) {
 		t.Errorf("left %q, want %q", eng.Names(), want)
 	}
 
@@ -100,7 +100,7 @@ func TestTwoDownWithin(t *testing.T) {
 		if strings.Contains(out.String(), `"msg":"result"`) {
 			t.Errorf("a result after the signal:\n%s", out.String())
 		}
-		if n := len(eng.Calls()); eng.Calls()[n-1] != "Follow act-waitdaemon-user" {
+		if n := len(eng.Calls()); eng.Calls()[n-1] != "Follow act-waitdaemon-user-2" {
 			t.Errorf("calls after the last run: %q", eng.Calls())
 		}
 		// The file still says the second attempt started and did not
@@ -183,13 +183,17 @@ func (r *recordingStarts) Start(ctx context.Context, id string) error {
 }
 
 // TestTwoProvisional: before each run starts, the result file holds the
-// result so far, that run started and not ended, and the boot's ID.
+// result so far, that run started and not ended, with the image and
+// command it will run (the engine says them during the wait), and the
+// boot's ID.
 func TestTwoProvisional(t *testing.T) {
 	dir := t.TempDir()
 	eng := &recordingStarts{Engine: waiterFake(true), file: filepath.Join(dir, "result.json"), before: map[string][]result{}}
 	eng.Exits = map[string][]int{"act-waitdaemon-user": {3, 4}}
 	eng.Says = map[string][]string{"act-waitdaemon-user": {"kexec: no kernel"}}
+	eng.ExitedAt = time.Now().Add(-800 * time.Millisecond)
 	args := waiterArgs(1, true)
+	args.WaitSeconds = 1
 	args.ResultFile = eng.file
 	var out bytes.Buffer
 	if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
@@ -214,13 +218,26 @@ func TestTwoProvisional(t *testing.T) {
 				}
 			}
 		}
-		if len(ended) > 0 && (r.Image != "image-of-act-waitdaemon-user" || !slices.Equal(r.Command, []string{"run", "act-waitdaemon-user"})) {
-			t.Errorf("%s: image %q, command %q; want the last run's", name, r.Image, r.Command)
+		if r.Image != "image-of-act-waitdaemon-user" || !slices.Equal(r.Command, []string{"run", "act-waitdaemon-user"}) {
+			t.Errorf("%s: image %q, command %q; want the last run's, or before the first the first's", name, r.Image, r.Command)
+		}
+		runs := slices.Clone(r.Attempts)
+		if r.Fallback != nil {
+			runs = append(runs, *r.Fallback)
+		}
+		for _, a := range runs {
+			made := a.Container // a re-run's container is made from the first
+			if a.Attempt > 1 {
+				made = "act-waitdaemon-user"
+			}
+			if a.Image != "image-of-"+made || !slices.Equal(a.Command, []string{"run", made}) {
+				t.Errorf("%s: run %+v; want its image and command named", name, a)
+			}
 		}
 		if !slices.Equal(codes, ended) {
 			t.Errorf("%s: ended attempts' codes %v, want %v", name, codes, ended)
 		}
-		runningUser := len(r.Attempts) == len(ended)+1 && !r.Attempts[len(ended)].Ended && r.Attempts[len(ended)].Container == "act-waitdaemon-user" &&
+		runningUser := len(r.Attempts) == len(ended)+1 && !r.Attempts[len(ended)].Ended && r.Attempts[len(ended)].Container == attemptName("act-waitdaemon-user", len(ended)+1) &&
 			r.Attempts[len(ended)].Attempt == len(ended)+1 && r.Attempts[len(ended)].ExitCode == -1
 		runningFallback := r.Fallback != nil && !r.Fallback.Ended && r.Fallback.Container == "act-waitdaemon-fallback" && r.Fallback.ExitCode == -1
 		if fallback && (!runningFallback || len(r.Attempts) != len(ended)) || !fallback && (!runningUser || r.Fallback != nil) {
@@ -228,7 +245,7 @@ func TestTwoProvisional(t *testing.T) {
 			t.Errorf("%s: %s; want the run starting as started and not ended", name, data)
 		}
 	}
-	user, fb := eng.before["act-waitdaemon-user"], eng.before["act-waitdaemon-fallback"]
+	user, fb := append(eng.before["act-waitdaemon-user"], eng.before["act-waitdaemon-user-2"]...), eng.before["act-waitdaemon-fallback"]
 	if len(user) != 2 || len(fb) != 1 {
 		t.Fatalf("starts: user %d, fallback %d; want 2 and 1", len(user), len(fb))
 	}
@@ -309,5 +326,41 @@ func TestTwoProvisionalFails(t *testing.T) {
 	}
 	if want := []string{"Start act-waitdaemon-user", "Start act-waitdaemon-fallback"}; !slices.Equal(starts, want) {
 		t.Errorf("starts %q, want %q", starts, want)
+	}
+}
+
+// slowDescribe is the fake engine, whose Describe answers only when its
+// ctx ends: an engine slow to answer.
+type slowDescribe struct{ *recordingStarts }
+
+func (s slowDescribe) Describe(ctx context.Context, _ string) (string, []string, error) {
+	<-ctx.Done()
+	return "", nil, ctx.Err()
+}
+
+// TestTwoDescribeTakesNoTime: asking what the containers will run takes
+// nothing from the wait: an engine that does not say by the start
+// leaves the start on time, and the result before it names the image
+// phase 1 made the container of.
+func TestTwoDescribeTakesNoTime(t *testing.T) {
+	rec := &recordingStarts{Engine: waiterFake(false), file: filepath.Join(t.TempDir(), "result.json"), before: map[string][]result{}}
+	rec.ExitedAt = time.Now().Add(-700 * time.Millisecond)
+	args := waiterArgs(0, false)
+	args.WaitSeconds, args.ResultFile, args.UserImage = 1, rec.file, "docker.io/library/alpine:3.20"
+	var out bytes.Buffer
+	if err := Two(context.Background(), slowDescribe{rec}, args, Options{Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	var started waited
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, `"msg":"started user container"`) {
+			_ = json.Unmarshal([]byte(l), &started)
+		}
+	}
+	if started.LateMS > 200 || started.StartSent == "" {
+		t.Errorf("start sent %d ms late; want on time, whatever the engine's Describe:\n%s", started.LateMS, out.String())
+	}
+	if b := rec.before["act-waitdaemon-user"]; len(b) != 1 || b[0].Image != args.UserImage || b[0].Attempts[0].Image != args.UserImage {
+		t.Errorf("result before the start: %+v; want the image phase 1 made the user container of", b)
 	}
 }

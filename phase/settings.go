@@ -392,26 +392,60 @@ func Known() []string {
 
 // unknownVariables fails on a WAITDAEMON_ variable that waitdaemon does not
 // read: a misspelt WAITDAEMON_RETRY would otherwise do nothing, silently.
+// So does a name whose prefix is WAITDAEMON_ in another case or misspelt
+// (waitdaemon_retries, WAITDEAMON_RESULT_FILE), or that is a few edits
+// from a variable's: it would reach the user container, and do nothing.
 // It names the variable, never its value: a misspelt password's is one.
 func unknownVariables(env []string) error {
 	known := Known()
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, inherit.Prefix) || slices.Contains(known, name) {
+		if slices.Contains(known, name) {
 			continue
 		}
-		if near := nearest(name, known); near != "" {
+		upper := strings.ToUpper(name)
+		prefix, ok := prefixOf(upper)
+		if !ok {
+			if near := nearest(upper, known, 2); near != "" {
+				return engine.InputError(fmt.Sprintf("%s: waitdaemon has no such variable; did you mean %s?", name, near))
+			}
+			continue // the user's own
+		}
+		if near := nearest(inherit.Prefix+upper[len(prefix):], known, 3); near != "" {
 			return engine.InputError(fmt.Sprintf("%s: waitdaemon has no such variable; did you mean %s?", name, near))
 		}
-		return engine.InputError(fmt.Sprintf("%s: waitdaemon has no such variable; expected one of %s", name, strings.Join(known, ", ")))
+		misspelt := ""
+		if prefix != inherit.Prefix {
+			misspelt = fmt.Sprintf(" (is %s a misspelt %s?)", prefix, inherit.Prefix)
+		}
+		return engine.InputError(fmt.Sprintf("%s: waitdaemon has no such variable%s; expected one of %s", name, misspelt, strings.Join(known, ", ")))
 	}
 	return nil
 }
 
+// prefixOf is the start of upper, a name in upper case, that is
+// WAITDAEMON_, or two edits from it at most and ending in "_" as it does,
+// and whether there is one.
+func prefixOf(upper string) (string, bool) {
+	if strings.HasPrefix(upper, inherit.Prefix) {
+		return inherit.Prefix, true
+	}
+	best, bestD := "", 3
+	for k := len(inherit.Prefix) - 2; k <= min(len(inherit.Prefix)+2, len(upper)); k++ {
+		if upper[k-1] != '_' {
+			continue
+		}
+		if d := editDistance(upper[:k], inherit.Prefix); d < bestD {
+			best, bestD = upper[:k], d
+		}
+	}
+	return best, best != ""
+}
+
 // nearest is the name in names closest to name by edit distance, if it is
-// at most 3 edits away.
-func nearest(name string, names []string) string {
-	best, bestD := "", 4
+// at most most edits away.
+func nearest(name string, names []string, most int) string {
+	best, bestD := "", most+1
 	for _, n := range names {
 		if d := editDistance(name, n); d < bestD {
 			best, bestD = n, d

@@ -82,6 +82,19 @@ func TestUnknownVariables(t *testing.T) {
 		{[]string{"WAITDAEMON_RETRIESXYZ=1"}, `did you mean WAITDAEMON_RETRIES?`},
 		{[]string{"WAITDAEMON_RETRIESWXYZ=1"}, `WAITDAEMON_RETRIESWXYZ: waitdaemon has no such variable; expected one of`}, // 4 edits: too far
 		{[]string{"WAITDAEMON_COLOUR=blue"}, `WAITDAEMON_COLOUR: waitdaemon has no such variable; expected one of WAITDAEMON_CONTAINER, WAITDAEMON_DOWN_WITHIN, WAITDAEMON_DRY_RUN,`},
+		// The prefix in another case, or misspelt, would pass the
+		// variable on to the user container, and do nothing.
+		{[]string{"waitdaemon_retries=1"}, `waitdaemon_retries: waitdaemon has no such variable; did you mean WAITDAEMON_RETRIES?`},
+		{[]string{"WaitDaemon_Log_Tail=5"}, `did you mean WAITDAEMON_LOG_TAIL?`},
+		{[]string{"WAITDEAMON_RESULT_FILE=/var/lib/r.json"}, `WAITDEAMON_RESULT_FILE: waitdaemon has no such variable; did you mean WAITDAEMON_RESULT_FILE?`},
+		{[]string{"WAIT_DAEMON_DOWN_WITHIN=30"}, `WAIT_DAEMON_DOWN_WITHIN: waitdaemon has no such variable; did you mean WAITDAEMON_DOWN_WITHIN?`},
+		{[]string{"WAITDAMON_COLOUR=blue"}, `WAITDAMON_COLOUR: waitdaemon has no such variable (is WAITDAMON_ a misspelt WAITDAEMON_?); expected one of WAITDAEMON_CONTAINER,`},
+		{[]string{"wait_daemon_registry_passwrd=hunter2-S3cret"}, `did you mean WAITDAEMON_REGISTRY_PASSWORD?`},
+		{[]string{"WAIT_DAEMONS_COLOUR=blue"}, `WAIT_DAEMONS_COLOUR: waitdaemon has no such variable (is WAIT_DAEMONS_ a misspelt WAITDAEMON_?)`},
+		// Two starts as near: the shorter is the prefix.
+		{[]string{"WAITDAEMO_N_COLOUR=blue"}, `WAITDAEMO_N_COLOUR: waitdaemon has no such variable (is WAITDAEMO_ a misspelt WAITDAEMON_?)`},
+		// Names of the user's own, near nothing of waitdaemon's, pass.
+		{[]string{"WAIT_SECONDS=5", "WAITER=1", "DAEMON_RETRIES=3", "WAIT_TIME=2", "MAIDEN_NAME=x", "waitdaemon=1"}, ""},
 		// A misspelt password's value is never shown, nor any unknown one's.
 		{[]string{"WAITDAEMON_REGISTRY_PASSWROD=hunter2-S3cret"}, `WAITDAEMON_REGISTRY_PASSWROD: waitdaemon has no such variable; did you mean WAITDAEMON_REGISTRY_PASSWORD?`},
 	}

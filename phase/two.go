@@ -31,12 +31,18 @@ var followLost = 2 * time.Minute
 // told: as docker run gives the engine's failures.
 const unfollowedExitCode = 125
 
-// finishGrace is how long the finish's engine calls go on after a
+// FinishGrace is how long the finish's engine calls go on after a
 // signal: the shutdown the user container started sends it, and may have
 // stopped the engine already, whose calls would each wait for it to come
 // back while the shutdown waits for the waiter. The result is reported
 // after them.
-const finishGrace = 2 * time.Second
+const FinishGrace = 2 * time.Second
+
+// signalStart bounds the start of the fallback after a signal: the
+// shutdown that sent it may have stopped the engine already, whose calls
+// would each wait for it to come back while the shutdown waits for the
+// waiter.
+var signalStart = 5 * time.Second
 
 // unwritableLinger is how long a waiter that cannot write its result
 // file stays, for phase 1 to read why.
@@ -49,6 +55,14 @@ type waiter struct {
 	o   Options
 	// from is when WAIT_SECONDS counted from (countFrom).
 	from time.Time
+	// planned is what each container will run, by name, as the engine
+	// said during the wait: its Image and Command alone.
+	planned map[string]attempt
+	// lastWrite is closed once the last write of the result file that
+	// was begun has ended; writeNote says which writes before a run did
+	// not end in time.
+	lastWrite chan struct{}
+	writeNote string
 }
 
 // Two is phase 2, run as the detached waiter container that phase 1
@@ -72,7 +86,9 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 		return w.actionFailed(ctx, exit.Code)
 	}
 	w.from = w.countFrom(ctx, exit)
-	if !engine.Sleep(ctx, time.Until(w.from.Add(time.Duration(w.WaitSeconds)*time.Second))) {
+	start := w.from.Add(time.Duration(w.WaitSeconds) * time.Second)
+	w.describe(ctx, start)
+	if !engine.Sleep(ctx, time.Until(start)) {
 		return w.cancel() // a signal during the action or the wait
 	}
 	res, err := w.runUser(ctx, exit)
@@ -85,7 +101,7 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 		// what it removes.
 		sweepWaiters(ctx, eng, w.ActionName, w.o.Stdout)
 	}
-	fctx, stop := graceAfter(ctx, finishGrace)
+	fctx, stop := Finishing(ctx)
 	defer stop()
 	return w.finish(fctx, res)
 }
@@ -108,6 +124,13 @@ func (w *waiter) countFrom(ctx context.Context, exit engine.Exit) time.Time {
 		return exit.At
 	}
 	return at
+}
+
+// Finishing is the context of what the waiter does as it ends, its
+// finish and the removal of its own container: ctx, which a signal ends,
+// given FinishGrace more.
+func Finishing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return graceAfter(ctx, FinishGrace)
 }
 
 // graceAfter is a context that ctx's end does not end at once, but grace
@@ -148,24 +171,19 @@ func (w *waiter) answer(ctx context.Context, msg string, details any) {
 	}
 }
 
-// runUser runs the user container, and again while it fails, up to
-// Retries times, then the fallback once if it still failed. Its error is
-// ctx's when ctx ended while a run was followed: that run goes on. A
-// ctx that ends in the pause before a re-run stops the re-runs: the
-// result says so, and the fallback still starts.
+// runUser runs the user container, and again (afresh: attempt) while it
+// fails, up to Retries times, then the fallback once if it still failed.
+// Its error is ctx's when ctx ended while a run was followed: that run
+// goes on. A ctx that ends in the pause before a re-run stops the
+// re-runs: the result says so, and the fallback still starts.
 func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) {
-	res, since := result{}, ""
+	var res result
 	for n := 1; ; n++ {
 		if n > 1 && !engine.Sleep(ctx, retryDelay(n)) {
 			res.Stopped = w.stopBeforeRerun(n)
 			break
 		}
-		what := "starting the user container (kept for inspection)"
-		if n > 1 {
-			what = "re-running the user container"
-		}
-		w.provisional(res, attempt{Attempt: n, Container: w.UserContainer})
-		a, err := w.run(ctx, w.UserContainer, what, since, w.onFirstStart(n, exit))
+		a, err := w.attempt(ctx, n, res, exit)
 		if err != nil {
 			return res, err
 		}
@@ -178,9 +196,6 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 		if !a.failed() || n > w.Retries {
 			break
 		}
-		if a.FinishedAt != "" {
-			since = a.FinishedAt // a re-run's output follows the end of the last run that ran
-		}
 	}
 	last := res.Attempts[len(res.Attempts)-1]
 	res.ExitCode, res.Image, res.Command, res.Note = last.ExitCode, last.Image, last.Command, last.Note
@@ -188,6 +203,33 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 		return w.runFallback(ctx, res)
 	}
 	return res, nil
+}
+
+// notMadeExitCode is the exit code of a re-run whose container could not
+// be made: the engine's failure, as docker run gives it, whatever the
+// engine said.
+const notMadeExitCode = 125
+
+// attempt writes the result so far, res, and runs attempt n: the first
+// in the user container phase 1 made, each re-run in a fresh container
+// made from it (not a restart of one a run has changed), which starts
+// from the image as the first did. The make, like a start, is not cut
+// short by a signal: the engine may make it all the same.
+func (w *waiter) attempt(ctx context.Context, n int, res result, exit engine.Exit) (attempt, error) {
+	if n == 1 {
+		w.provisional(res, attempt{Attempt: n, Container: w.UserContainer})
+		return w.run(ctx, w.UserContainer, "starting the user container (kept for inspection)", w.onFirstStart(n, exit))
+	}
+	container := attemptName(w.UserContainer, n)
+	_, err := w.eng.Again(context.WithoutCancel(ctx), w.UserContainer, container)
+	first := w.planned[w.UserContainer] // what the re-run runs: the first's
+	w.provisional(res, attempt{Attempt: n, Container: container, Image: cmp.Or(first.Image, w.imageOf(w.UserContainer)), Command: first.Command})
+	if err != nil {
+		a := w.refused(container, "making the re-run's container", err)
+		a.ExitCode = notMadeExitCode
+		return a, nil
+	}
+	return w.run(ctx, container, "re-running the user container", nil)
 }
 
 // onFirstStart logs, for run n if it is the first, when its start went
@@ -204,8 +246,8 @@ func (w *waiter) onFirstStart(n int, exit engine.Exit) func(sent time.Time) {
 }
 
 // sameAsBefore is run n, which, if it never ran or its end was never
-// told, has the image and command of the run before: the same
-// container's.
+// told, has the image and command of the run before: its container was
+// made as the one before was.
 func sameAsBefore(a attempt, n int, before []attempt) attempt {
 	a.Attempt = n
 	if a.Command == nil && len(before) > 0 {
@@ -223,18 +265,23 @@ func (w *waiter) stopBeforeRerun(n int) string {
 }
 
 // runFallback runs the fallback once, after the user container's last
-// run failed. After a signal it is started and not followed: it runs on.
+// run failed. After a signal it is started, within signalStart, and not
+// followed: it runs on, not ended, as the result says (it may be what
+// takes the machine down).
 func (w *waiter) runFallback(ctx context.Context, res result) (result, error) {
 	w.provisional(res, attempt{Container: w.FallbackContainer})
 	if res.Stopped != "" {
-		fb := attempt{Container: w.FallbackContainer, Image: w.FallbackImage, ExitCode: unfollowedExitCode, LogTail: []string{}, LogNote: "started as the waiter stopped: not followed"}
-		if err := w.eng.Start(context.WithoutCancel(ctx), w.FallbackContainer); err != nil {
+		sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), signalStart)
+		defer stop()
+		fb := attempt{Container: w.FallbackContainer, Image: cmp.Or(w.planned[w.FallbackContainer].Image, w.FallbackImage), Command: w.planned[w.FallbackContainer].Command, ExitCode: -1, LogTail: []string{}, LogNote: "started as the waiter stopped: not followed"}
+		if err := w.eng.Start(sctx, w.FallbackContainer); err != nil {
 			fb = w.refused(w.FallbackContainer, "starting the fallback", err)
+			fb.Ended = true
 		}
 		res.Fallback = &fb
 		return res, nil
 	}
-	fb, err := w.run(ctx, w.FallbackContainer, "starting the fallback", "", nil)
+	fb, err := w.run(ctx, w.FallbackContainer, "starting the fallback", nil)
 	if err != nil {
 		return res, err
 	}
@@ -255,7 +302,7 @@ func retryDelay(n int) time.Duration { return min(retryBase<<(n-2), retryCap) }
 // the first run, the re-runs and the fallback. started, when set, hears
 // when the start was sent. A start that fails is a failed run: the
 // engine's word is its tail, and its exit code a shell's.
-func (w *waiter) run(ctx context.Context, container, what, since string, started func(time.Time)) (attempt, error) {
+func (w *waiter) run(ctx context.Context, container, what string, started func(time.Time)) (attempt, error) {
 	sent := time.Now()
 	if err := w.eng.Start(context.WithoutCancel(ctx), container); err != nil {
 		return w.refused(container, what, err), nil
@@ -263,17 +310,17 @@ func (w *waiter) run(ctx context.Context, container, what, since string, started
 	if started != nil {
 		started(sent)
 	}
-	r, err := w.follow(ctx, container, sent, since)
+	r, err := w.follow(ctx, container, sent)
 	if err != nil {
 		return attempt{}, err
 	}
 	if r.Output == nil {
 		r.Output = []string{}
 	}
-	return attempt{
+	return ordered(attempt{
 		Container: container, Image: r.Image, Command: r.Command, ExitCode: r.ExitCode,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, LogTail: r.Output, LogNote: r.Note,
-	}, nil
+	}), nil
 }
 
 // refused is the failed run of a container whose start failed, with the
@@ -301,10 +348,10 @@ const followPause = time.Second
 // one that still fails followLost after the first failure is counted as
 // a failed run, with unfollowedExitCode and a note saying why. Its error
 // is ctx's alone.
-func (w *waiter) follow(ctx context.Context, container string, sent time.Time, since string) (engine.Run, error) {
+func (w *waiter) follow(ctx context.Context, container string, sent time.Time) (engine.Run, error) {
 	var lost time.Time
 	for {
-		r, err := w.eng.Follow(ctx, container, sent, w.LogTail, since)
+		r, err := w.eng.Follow(ctx, container, sent, w.LogTail, "")
 		switch {
 		case ctx.Err() != nil:
 			return r, ctx.Err()
@@ -331,15 +378,16 @@ func (w *waiter) follow(ctx context.Context, container string, sent time.Time, s
 
 // finish logs the result, writes the result file, and removes the
 // containers that succeeded or never ran; a failed one is kept, named and
-// labelled, for its logs.
+// labelled, for its logs. The user containers of all attempts go
+// together: removed when the last succeeded, else kept.
 func (w *waiter) finish(ctx context.Context, res result) error {
 	var remove []string
 	kept := res.ExitCode != 0 || res.Note != ""
-	if !kept {
-		remove = append(remove, w.UserContainer)
-	}
 	for i := range res.Attempts {
 		res.Attempts[i].Kept = kept
+		if !kept {
+			remove = append(remove, res.Attempts[i].Container)
+		}
 	}
 	if w.FallbackContainer != "" {
 		fbKept := res.Fallback != nil && res.Fallback.failed()
@@ -355,9 +403,14 @@ func (w *waiter) finish(ctx context.Context, res result) error {
 }
 
 // report logs the result, the waiter's last line, and writes the result
-// file when one was asked for.
+// file when one was asked for. A fallback started and not followed (after
+// a signal) runs on: the result is still running, with no outcome yet.
 func (w *waiter) report(res result) error {
-	w.mark(&res, stateDone)
+	state := stateDone
+	if res.Fallback != nil && !res.Fallback.Ended {
+		state, res.ExitCode = stateRunning, -1
+	}
+	w.mark(&res, state)
 	logEvent(w.o.Stdout, "result", res)
 	if w.ResultFile == "" {
 		return nil
@@ -376,16 +429,20 @@ func (w *waiter) actionFailed(ctx context.Context, code int) error {
 	return errors.Join(append(errs, w.report(res))...)
 }
 
-// cancel removes the containers that will now never start.
+// cancel removes the containers that will now never start, and reports
+// so: a result file an earlier run of the action left must not go on
+// describing that run as this one.
 func (w *waiter) cancel() error {
 	ctx, stop := context.WithTimeout(context.Background(), 15*time.Second)
 	defer stop()
 	errs := removeAll(ctx, w.eng, []string{w.UserContainer, w.FallbackContainer})
 	logEvent(w.o.Stdout, "cancelled during the wait; nothing was started", map[string]string{"user_container": w.UserContainer})
+	var err error
 	if len(errs) > 0 {
-		return fmt.Errorf("cancelled during the wait, and removing what will never start: %w", errors.Join(errs...))
+		err = fmt.Errorf("cancelled during the wait, and removing what will never start: %w", errors.Join(errs...))
 	}
-	return nil
+	res := result{ExitCode: -1, Attempts: []attempt{}, NotStarted: "cancelled by a signal during the action or the wait: nothing was started"}
+	return errors.Join(err, w.report(res))
 }
 
 // leave ends the waiter after a signal once the user container runs: it

@@ -385,6 +385,31 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 	return created.ID, nil
 }
 
+// Again creates container name as first was created: planned from first,
+// as inspected, for first's image, by the rules that planned first from
+// the action, which carry what first was given and nothing of what its
+// runs did. Called again, Create adopts it.
+func (e *Engine) Again(ctx context.Context, first, name string) (string, error) {
+	ctr, err := e.C.ContainerInspect(ctx, first)
+	if err != nil {
+		return "", fmt.Errorf("making %s like %s: %w", name, first, err)
+	}
+	img, err := e.C.ImageInspect(ctx, ctr.Image)
+	if err != nil {
+		return "", fmt.Errorf("making %s like %s: reading its image: %w", name, first, err)
+	}
+	version, err := e.C.APIVersion(ctx)
+	if err != nil {
+		return "", err
+	}
+	var cfg dockerapi.Config
+	if img.Config != nil {
+		cfg = *img.Config
+	}
+	out := hostconfig.Plan(hostconfig.Input{Container: ctr, Image: cfg, UserImage: ctr.Config.Image, APIVersion: version})
+	return e.Create(ctx, engine.Spec{Name: name, Create: &planned{CreateRequest: out.Create, connect: out.Connect}})
+}
+
 // hasLabels reports whether have holds every label of want.
 func hasLabels(have, want map[string]string) bool {
 	for k, v := range want {
@@ -527,6 +552,16 @@ func unreadable(err error) (string, bool) {
 	// driver, cannot read logs".
 	return ae.Message, ae.Status == http.StatusNotImplemented || strings.Contains(ae.Message, "does not support reading") ||
 		strings.Contains(ae.Message, "cannot read logs")
+}
+
+// Describe says what container id will run, from its inspect, as Follow
+// says what it ran.
+func (e *Engine) Describe(ctx context.Context, id string) (string, []string, error) {
+	ctr, err := e.C.ContainerInspect(ctx, id)
+	if err != nil {
+		return "", nil, err
+	}
+	return ctr.Config.Image, append([]string{ctr.Path}, ctr.Args...), nil
 }
 
 // Follow waits for the run, then reads the tail of its output. (A

@@ -216,13 +216,21 @@ func (e *Engine) waitAction(ctx context.Context, id string) (engine.Exit, error)
 		case errors.Is(err, dockerapi.ErrNotFound):
 			return engine.Exit{At: time.Now(), Removed: true}, nil
 		case !errors.As(err, &lost):
-			// The engine answered, and cannot wait. Count the exit from
-			// now, unless the action still runs: then ask again.
-			if ctr, ierr := e.C.ContainerInspect(ctx, id); ierr == nil && ctr.State.Running {
+			// The engine answered, and cannot wait. Its inspect says how
+			// the action stopped (a failed action must not hand off), or
+			// that it still runs: then ask again. Only with neither does
+			// the exit count from now, its code unknown.
+			ctr, ierr := e.C.ContainerInspect(ctx, id)
+			switch {
+			case ierr == nil && ctr.State.Running:
 				if !engine.Sleep(ctx, time.Second) {
 					return now()
 				}
 				continue
+			case ierr == nil:
+				return stopped(ctr, ctr.State.ExitCode), nil
+			case errors.Is(ierr, dockerapi.ErrNotFound):
+				return engine.Exit{At: time.Now(), Removed: true}, nil
 			}
 			return now()
 		default:
@@ -241,16 +249,21 @@ func (e *Engine) waitAction(ctx context.Context, id string) (engine.Exit, error)
 	}
 	// The wait's answer is the exit code; the inspect, when the
 	// container is still there, says when.
-	exit := engine.Exit{At: time.Now(), Code: wr.StatusCode, Known: true}
 	ctr, err := e.C.ContainerInspect(ctx, id)
 	if err != nil {
-		exit.Removed = errors.Is(err, dockerapi.ErrNotFound)
-		return exit, nil
+		return engine.Exit{At: time.Now(), Code: wr.StatusCode, Known: true, Removed: errors.Is(err, dockerapi.ErrNotFound)}, nil
 	}
+	return stopped(ctr, wr.StatusCode), nil
+}
+
+// stopped is the exit, with code, of ctr, which no longer runs: when the
+// engine says it stopped, else now.
+func stopped(ctr dockerapi.Container, code int) engine.Exit {
+	exit := engine.Exit{At: time.Now(), Code: code, Known: true}
 	if t, ok := finishedAt(ctr, exit.At); ok {
 		exit.At = t
 	}
-	return exit, nil
+	return exit
 }
 
 // staleWaits bounds how often waitRun asks again after a wait that

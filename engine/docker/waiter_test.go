@@ -214,16 +214,26 @@ func TestWaiterResultMount(t *testing.T) {
 
 // TestWaitActionRefused: a wait the engine refuses (it answered, and
 // cannot wait) is asked again while the action still runs, a second
-// later; once it does not run, the exit counts from now, its code unknown.
+// later; once it does not run, the inspect says how and when it stopped
+// (a failed action must not hand off); one gone counts as removed, and
+// one the engine cannot inspect either exits from now, its code unknown.
 func TestWaitActionRefused(t *testing.T) {
+	finished := time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
 	cases := []struct {
-		name       string
-		runningFor int // inspects that show it running
-		wantWaits  int
-		wantKnown  bool
+		name        string
+		runningFor  int // inspects that show it running
+		finished    string
+		inspect     int // the inspect's status when it fails
+		wantWaits   int
+		wantKnown   bool
+		wantAt      time.Time // zero: at or after the call
+		wantRemoved bool
 	}{
 		{name: "the action runs on: asked again", runningFor: 1, wantWaits: 2, wantKnown: true},
-		{name: "the action stopped", runningFor: 0, wantWaits: 1},
+		{name: "the action stopped", runningFor: 0, wantWaits: 1, wantKnown: true},
+		{name: "the action stopped, and the engine says when", finished: finished.Format(time.RFC3339Nano), wantWaits: 1, wantKnown: true, wantAt: finished},
+		{name: "the action gone", inspect: http.StatusNotFound, wantWaits: 1, wantRemoved: true},
+		{name: "the inspect fails too", inspect: http.StatusInternalServerError, wantWaits: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -245,15 +255,20 @@ func TestWaitActionRefused(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				inspects++
-				fmt.Fprintf(w, `{"Id":"act","State":{"Running":%v,"ExitCode":5}}`, inspects <= tc.runningFor)
+				if tc.inspect != 0 {
+					refuse(w, tc.inspect, "no such container: act")
+					return
+				}
+				fmt.Fprintf(w, `{"Id":"act","State":{"Running":%v,"ExitCode":5,"FinishedAt":%q}}`, inspects <= tc.runningFor, tc.finished)
 			})
 			e := &Engine{C: &dockerapi.Client{Socket: rr.Serve(t, mux)}}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			began := time.Now()
 			exit, err := e.waitAction(ctx, "act")
-			if err != nil || exit.Known != tc.wantKnown || tc.wantKnown && exit.Code != 5 || exit.At.Before(began) {
-				t.Errorf("waitAction() = %+v, %v; want known %v (code 5), at or after %v", exit, err, tc.wantKnown, began)
+			at := tc.wantAt.Equal(exit.At) || tc.wantAt.IsZero() && !exit.At.Before(began)
+			if err != nil || exit.Known != tc.wantKnown || tc.wantKnown && exit.Code != 5 || !at || exit.Removed != tc.wantRemoved {
+				t.Errorf("waitAction() = %+v, %v; want known %v (code 5), removed %v, at %v (zero: at or after %v)", exit, err, tc.wantKnown, tc.wantRemoved, tc.wantAt, began)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -555,5 +570,40 @@ func TestEnd(t *testing.T) {
 	defer mu.Unlock()
 	if len(asked) != 1 || asked[0] != "act-waitdaemon-waiter?force=1&v=1" {
 		t.Errorf("removals asked: %q; want act-waitdaemon-waiter, forced, with its volumes", asked)
+	}
+}
+
+// TestEndEngineGone: the removal of the waiter's own container on an
+// engine that is gone (its socket unlinked, as a stopping dockerd leaves
+// it) ends with its ctx, not the waiter's minute of waiting for it.
+func TestEndEngineGone(t *testing.T) {
+	e := &Engine{C: &dockerapi.Client{Socket: t.TempDir() + "/docker.sock", WaitForEngine: WaiterWaitForEngine}}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	err := e.End(ctx, "act-waitdaemon-waiter")
+	if took := time.Since(began); err == nil || took > 2*time.Second {
+		t.Errorf("End() = %v after %v; want it cut at its ctx's end, 200 ms", err, took)
+	}
+}
+
+// TestDescribe: what a created container will run is its inspect's
+// image and command, as Follow gives them once it ran.
+func TestDescribe(t *testing.T) {
+	e := fakeDocker(t, map[string]http.HandlerFunc{
+		"/containers/{id}/json": func(w http.ResponseWriter, r *http.Request) {
+			if r.PathValue("id") != "act-waitdaemon-user" {
+				refuse(w, http.StatusNotFound, "No such container: "+r.PathValue("id"))
+				return
+			}
+			fmt.Fprint(w, `{"Id":"u","Path":"/usr/bin/kexec","Args":["-e"],"Config":{"Image":"quay.io/tinkerbell/actions/kexec:latest"},"State":{"Status":"created"}}`)
+		},
+	})
+	image, command, err := e.Describe(context.Background(), "act-waitdaemon-user")
+	if err != nil || image != "quay.io/tinkerbell/actions/kexec:latest" || !slices.Equal(command, []string{"/usr/bin/kexec", "-e"}) {
+		t.Errorf("Describe() = %q, %q, %v; want the image and /usr/bin/kexec -e", image, command, err)
+	}
+	if _, _, err := e.Describe(context.Background(), "gone"); !errors.Is(err, dockerapi.ErrNotFound) {
+		t.Errorf("Describe(gone) = %v; want not found", err)
 	}
 }
