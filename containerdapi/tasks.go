@@ -212,8 +212,12 @@ var (
 // removes the bundle under it, for the seconds it takes; Tasks/Get finds
 // no task meanwhile, or a task that then goes): the task is asked for
 // again, and created again, after a pause, until that create has ended
-// or been undone. Settling a failed
-// attempt takes one request's time at most, in all.
+// or been undone. A task found after a lost answer is taken only once
+// it is still there when asked again after a pause (a status UNKNOWN, a
+// busy shim's, is asked for again first): a cut create that containerd
+// undoes can show its task for a moment before it goes, and a task that
+// goes is created again. Settling a failed attempt takes one request's
+// time at most, in all.
 func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint32, error) {
 	req := &createTaskRequest{ContainerID: id, Rootfs: spec.Rootfs, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, Terminal: spec.Terminal}
 	// Once an attempt has failed, settling it (asking, waiting, creating
@@ -240,7 +244,7 @@ func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint
 		if !lost && !met || lostTries > socketclient.MaxRetries || ctx.Err() != nil {
 			return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
 		}
-		p, gerr := c.TaskGet(settle, id)
+		p, gerr := c.createdTask(settle, id)
 		if gerr == nil {
 			return p.Pid, nil
 		}
@@ -249,6 +253,36 @@ func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint
 		}
 		if perr := socketclient.Pause(settle, min(try, 3)); perr != nil {
 			return 0, fmt.Errorf("creating the task of container %q: %w (not settled within %v)", id, err, c.bounds().Request())
+		}
+	}
+}
+
+// createdTask is the task of container id once a create whose answer
+// was lost left it: asked for again while its status is UNKNOWN (see
+// knownTask), and taken only if it is there still after a pause of
+// 200 ms, which a cut create that containerd undoes does not outlast.
+func (c *Client) createdTask(ctx context.Context, id string) (Process, error) {
+	if _, err := c.knownTask(ctx, id); err != nil {
+		return Process{}, err
+	}
+	if err := socketclient.Pause(ctx, 2); err != nil {
+		return Process{}, err
+	}
+	return c.TaskGet(ctx, id)
+}
+
+// knownTask is the task of container id, asked for again, a few times,
+// after a pause each, while containerd says its status is UNKNOWN (the
+// shim's State missed its 2 s, as a busy shim's does): the status it
+// then has, or UNKNOWN still.
+func (c *Client) knownTask(ctx context.Context, id string) (Process, error) {
+	for ask := 0; ; ask++ {
+		p, err := c.TaskGet(ctx, id)
+		if err != nil || p.Status != TaskUnknown || ask == socketclient.MaxRetries {
+			return p, err
+		}
+		if err := socketclient.Pause(ctx, ask); err != nil {
+			return p, err
 		}
 	}
 }
@@ -273,7 +307,11 @@ func bundleExists(err error) bool {
 // again blindly: Tasks/Get says what became of it. A task running, paused
 // or stopped started (a stopped one has already exited: TaskWait reads
 // its exit); one still created did not, and is started again; one gone
-// is an error.
+// is an error. One whose status is UNKNOWN (containerd's answer when the
+// shim's State misses its 2 s limit, as a shim busy starting the task
+// does) may have started: it is asked for again, a few times, and never
+// started again while so; if it stays UNKNOWN it counts as started, and
+// the caller's wait for its exit settles what became of it.
 func (c *Client) TaskStart(ctx context.Context, id string) (uint32, error) {
 	for try := 0; ; try++ {
 		var out startResponse
@@ -288,11 +326,11 @@ func (c *Client) TaskStart(ctx context.Context, id string) (uint32, error) {
 		}
 		// A lost answer, or a retry's failure that may be the lost
 		// attempt's start met: the task says.
-		p, gerr := c.TaskGet(ctx, id)
+		p, gerr := c.knownTask(ctx, id)
 		if gerr != nil {
 			return 0, fmt.Errorf("starting the task of container %q: %w (then asking whether it started: %w)", id, err, gerr)
 		}
-		if p.Status.started() {
+		if p.Status.started() || p.Status == TaskUnknown {
 			return p.Pid, nil
 		}
 		if p.Status != TaskCreated || !lost {
