@@ -306,13 +306,19 @@ func (e *Engine) createContainer(ctx context.Context, p *planned, specJSON []byt
 	return mounts, nil
 }
 
+// startTries bounds how often Start creates and starts a task that goes
+// before its start reaches it.
+const startTries = 3
+
 // Start starts the container's task. A task that ran before (the
 // waiter's re-runs) is deleted and made anew, on the same snapshot and
 // output file; one already running counts as started. A task create or
 // start whose answer was lost is settled by the client, which asks
 // Tasks/Get (see containerdapi's TaskCreate and TaskStart): a task that
 // started and already stopped counts as started, and Follow reads its
-// exit.
+// exit. A start that finds no task (a create cut in flight that
+// containerd undid after Tasks/Get saw its task) creates it again, and
+// starts it, startTries times in all at most.
 func (e *Engine) Start(ctx context.Context, ref string) error {
 	ctr, err := e.find(ctx, ref)
 	if err != nil {
@@ -342,7 +348,17 @@ func (e *Engine) Start(ctx context.Context, ref string) error {
 	// answer comes back, and its exit is dated on the same (the host's)
 	// clock.
 	started := e.clock()
-	if _, err := e.C.TaskStart(ctx, ctr.ID); err != nil {
+	_, err = e.C.TaskStart(ctx, ctr.ID)
+	for again := 1; errors.Is(err, containerdapi.ErrNotFound) && again < startTries; again++ {
+		// The task went between its create and its start: a create cut
+		// in flight, found by Tasks/Get and then undone by containerd.
+		// Nothing started: it is created again.
+		if err = e.newTask(ctx, ctr); err == nil {
+			started = e.clock()
+			_, err = e.C.TaskStart(ctx, ctr.ID)
+		}
+	}
+	if err != nil {
 		return e.startFailed(ctx, ref, ctr.ID, err)
 	}
 	e.mu.Lock()
