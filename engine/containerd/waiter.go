@@ -18,6 +18,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 var (
@@ -323,14 +324,22 @@ const engineLost = 2 * time.Minute
 
 // ActionExited waits for the action's task to exit, and returns when it
 // did by the daemon's clock. tink-agent deletes the task 34–94 ms after
-// an exit 0: a task already gone counts as removed now.
+// any exit, and the container with it after an exit 0 alone: a task
+// already gone whose container goes too, at once or within goneAsks
+// asks, counts as removed now; one whose container stays ended in a
+// failure, or in what tink-agent could not tell, and is an error that
+// says its exit is unknown, so that nothing starts.
 func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, error) {
 	exit, err := e.waitTask(ctx, id, "the action container")
+	if errors.Is(err, containerdapi.ErrNotFound) && ctx.Err() == nil {
+		err = e.containerGone(ctx, id)
+		if err == nil {
+			return engine.Exit{At: time.Now(), Removed: true}, nil
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		return engine.Exit{At: time.Now()}, nil
-	case errors.Is(err, containerdapi.ErrNotFound):
-		return engine.Exit{At: time.Now(), Removed: true}, nil
 	case err != nil:
 		return engine.Exit{}, err
 	}
@@ -491,4 +500,29 @@ func mountDevice(spec *ocispec.Spec, d *engine.Device) {
 func raw(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// goneAsks is how often ActionExited asks for the container of an
+// action whose task is gone, a pause apart (3.5 s in all).
+const goneAsks = 8
+
+// containerGone waits, goneAsks asks at most, for the container of an
+// action whose task is gone to go too, as tink-agent removes it after
+// an exit 0; an error if it stays, as after a failure.
+func (e *Engine) containerGone(ctx context.Context, id string) error {
+	for ask := range goneAsks {
+		_, err := e.C.ContainerGet(ctx, id)
+		if errors.Is(err, containerdapi.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("the action container's task is gone, and asking for the container: %w", err)
+		}
+		if ask < goneAsks-1 {
+			if err := socketclient.Pause(ctx, ask); err != nil {
+				return err
+			}
+		}
+	}
+	return fmt.Errorf("the action container's task is gone and the container %s stays, as tink-agent keeps that of an action that failed: its exit is unknown", id)
 }
