@@ -10,7 +10,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,8 +35,16 @@ type planned struct {
 	// yet, and is read at Create, after the pull.
 	Pending string `json:"pending,omitempty"`
 
-	in      *ocispec.Input // the plan, less the user image
-	command []string       // Want.Command
+	in *ocispec.Input // the plan, less the user image
+}
+
+// role is the container's role, for messages: a command or the image's
+// own default command is the fallback's (see engine.Want).
+func role(want engine.Want) string {
+	if want.Command != nil || want.ImageDefault {
+		return "fallback"
+	}
+	return "user"
 }
 
 // leaseFor is how long a create's lease may outlive a waitdaemon that
@@ -65,9 +72,8 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 		in: &ocispec.Input{
 			Spec: d.spec, Image: *d.image, UserImageRef: want.Image.String(),
 			Namespace: e.namespace(), ID: id, Withhold: want.Withhold, ImageDefault: want.ImageDefault,
-			HostEtc: e.hostEtc(d.spec),
+			Command: want.Command, Role: role(want), HostEtc: e.hostEtc(d.spec),
 		},
-		command: want.Command,
 	}
 	user, err := e.resolve(ctx, p.Image)
 	switch {
@@ -184,9 +190,6 @@ func (e *Engine) finish(ctx context.Context, p *planned, user containerdapi.Reso
 	spec, err := ocispec.Plan(in)
 	if err != nil {
 		return err
-	}
-	if p.command != nil {
-		spec.Process.Args = slices.Concat(in.UserImage.Entrypoint, p.command)
 	}
 	p.Spec, p.Pending = &spec, ""
 	return nil

@@ -1,11 +1,13 @@
 package containerd
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/imageref"
 	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
 )
 
@@ -54,5 +56,35 @@ func TestCreateTaskFails(t *testing.T) {
 				t.Errorf("%d deletes, want the container removed", d.count("Containers/Delete"))
 			}
 		})
+	}
+}
+
+// TestPlanFallbackCommand: a fallback whose image has neither ENTRYPOINT
+// nor CMD, planned for an action with no command, runs the command it
+// is given: planned, not refused as a command missing.
+func TestPlanFallbackCommand(t *testing.T) {
+	e, _ := newFake(t, map[string][]reply{
+		"Images/Get": {{msg: `{"image":{"name":"docker.io/library/fb:1","target":{"media_type":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:m"}}}`}},
+		"Content/Read": {
+			{msg: `{"data":"{\"config\":{\"digest\":\"sha256:c\"},\"layers\":[{\"digest\":\"sha256:l\"}]}"}`},
+			{msg: `{"data":"{\"architecture\":\"amd64\",\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:aaaa\"]}}"}`},
+		},
+	})
+	act := recordedAction(t, "reboot.json")
+	d := act.Detail.(*self)
+	wd := []string{"/waitdaemon", "action", "--"}
+	d.image = &ocispec.ImageConfig{Entrypoint: wd}
+	d.spec.Process.Args = wd
+	ref, err := imageref.Parse("fb:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := []string{"/bin/busybox", "reboot", "-f"}
+	spec, err := e.Plan(testCtx(t), act, engine.Want{Name: "act-waitdaemon-fallback", Image: ref, Command: cmd})
+	if err != nil {
+		t.Fatalf("Plan() = %v, want the fallback planned with its command", err)
+	}
+	if got := spec.Create.(*planned).Spec.Process.Args; !slices.Equal(got, cmd) {
+		t.Errorf("args %q, want %q", got, cmd)
 	}
 }

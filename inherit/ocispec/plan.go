@@ -21,7 +21,8 @@
 //     CMD. Args that do not start with the action image's ENTRYPOINT
 //     replaced it, and travel whole. Input.ImageDefault (the fallback's
 //     image without a command) runs the user image's ENTRYPOINT and CMD,
-//     whatever the action ran.
+//     whatever the action ran; Input.Command (the fallback's command)
+//     runs after the user image's ENTRYPOINT, whatever the action ran.
 //   - process.env: the action's, less waitdaemon's control variables
 //     (inherit.Control) and the entries its image brought unchanged,
 //     merged over the user image's Env (the user image's entries first,
@@ -72,6 +73,7 @@
 package ocispec
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
@@ -101,6 +103,12 @@ type Input struct {
 	// the action's command: the fallback's, when its image is set without
 	// a command.
 	ImageDefault bool
+	// Command, when not nil, replaces the action's command, and runs
+	// after the user image's ENTRYPOINT: the fallback's command.
+	Command []string
+	// Role is the container's, for messages: "user" when empty, or
+	// "fallback".
+	Role string
 	// Namespace is the containerd namespace the user container is made
 	// in, and ID its ID: its cgroup is /<Namespace>/<ID>.
 	Namespace string
@@ -165,15 +173,16 @@ func Plan(in Input) (Spec, error) {
 
 	p := *s.Process
 	var err error
-	if p.Args, err = command(p.Args, in.Image, in.UserImage, in.ImageDefault); err != nil {
-		return Spec{}, fmt.Errorf("user image %s: %w", in.UserImageRef, err)
+	role := cmp.Or(in.Role, "user")
+	if p.Args, err = command(p.Args, in.Command, in.Image, in.UserImage, in.ImageDefault); err != nil {
+		return Spec{}, fmt.Errorf("%s image %s: %w", role, in.UserImageRef, err)
 	}
 	p.Env = userEnv(p.Env, in.Image.Env, in.UserImage.Env)
 	if dir(p.Cwd) == dir(in.Image.WorkingDir) {
 		p.Cwd = dir(in.UserImage.WorkingDir)
 	}
 	if p.User, err = user(p.User, in.Image.User, in.UserImage.User, in.UserDB); err != nil {
-		return Spec{}, fmt.Errorf("user image %s: USER %q: %w", in.UserImageRef, in.UserImage.User, err)
+		return Spec{}, fmt.Errorf("%s image %s: USER %q: %w", role, in.UserImageRef, in.UserImage.User, err)
 	}
 	s.Process = &p
 
@@ -222,8 +231,16 @@ func HostNetwork(s Spec) bool {
 // CMD; the command runs with the user image's ENTRYPOINT, and no command
 // runs its ENTRYPOINT and CMD. Args that do not start with the action
 // image's ENTRYPOINT replaced it, and are kept whole. imageDefault runs
-// the user image's ENTRYPOINT and CMD, whatever the args.
-func command(args []string, img, userImg ImageConfig, imageDefault bool) ([]string, error) {
+// the user image's ENTRYPOINT and CMD, whatever the args; a command set
+// (not nil) runs after its ENTRYPOINT instead of the args.
+func command(args, set []string, img, userImg ImageConfig, imageDefault bool) ([]string, error) {
+	if set != nil {
+		out := slices.Concat(userImg.Entrypoint, set)
+		if len(out) == 0 {
+			return nil, ErrNoCommand
+		}
+		return out, nil
+	}
 	if imageDefault {
 		out := slices.Concat(userImg.Entrypoint, userImg.Cmd)
 		if len(out) == 0 {

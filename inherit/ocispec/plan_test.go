@@ -295,6 +295,52 @@ func TestPlanCommand(t *testing.T) {
 	}
 }
 
+// TestPlanFallbackCommand: a command given (the fallback's
+// WAITDAEMON_FALLBACK_COMMAND) replaces the action's and runs after the
+// image's ENTRYPOINT, so that an image with neither ENTRYPOINT nor CMD,
+// run by an action with no command, still has one; and an error names
+// the container's role.
+func TestPlanFallbackCommand(t *testing.T) {
+	wd := []string{"/waitdaemon", "action", "--"}
+	cases := []struct {
+		name    string
+		args    []string
+		command []string
+		user    ImageConfig
+		role    string
+		want    []string
+		wantErr string
+	}{
+		{name: "image with nothing, action with no command", args: wd, command: []string{"/bin/busybox", "reboot", "-f"}, user: ImageConfig{}, role: "fallback",
+			want: []string{"/bin/busybox", "reboot", "-f"}},
+		{name: "after the image's ENTRYPOINT", args: slices.Concat(wd, []string{"kexec"}), command: []string{"-f"}, user: ImageConfig{Entrypoint: []string{"/sbin/reboot"}, Cmd: []string{"-n"}}, role: "fallback",
+			want: []string{"/sbin/reboot", "-f"}},
+		{name: "an empty one is the image's ENTRYPOINT alone", args: wd, command: []string{}, user: ImageConfig{Entrypoint: []string{"/sbin/reboot"}, Cmd: []string{"-n"}}, role: "fallback",
+			want: []string{"/sbin/reboot"}},
+		{name: "none, the role named", args: wd, user: ImageConfig{}, role: "fallback", wantErr: "fallback image docker.io/library/fb:1: no command"},
+		{name: "none, the user's", args: wd, user: ImageConfig{}, wantErr: "user image docker.io/library/fb:1: no command"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base(t)
+			in.Spec.Process.Args = tc.args
+			in.Image, in.UserImage = waitdaemonImage, tc.user
+			in.UserImageRef, in.Role, in.Command = "docker.io/library/fb:1", tc.role, tc.command
+			out, err := Plan(in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
+					t.Fatalf("Plan error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			is(t, "args", out.Process.Args, tc.want)
+		})
+	}
+}
+
 // TestPlanImageDefault: asked for the user image's own default command
 // (the fallback's, set without a command), the args are its ENTRYPOINT
 // and CMD, as containerd's WithImageConfig makes them, whatever the
