@@ -22,12 +22,15 @@ import (
 // planned is a planned container: the record Create makes, which a dry
 // run prints.
 type planned struct {
-	ID          string            `json:"id"`
-	Image       string            `json:"image"`
-	Labels      map[string]string `json:"labels"`
-	Runtime     string            `json:"runtime"`
-	Snapshotter string            `json:"snapshotter"`
-	SnapshotKey string            `json:"snapshot_key"`
+	ID      string            `json:"id"`
+	Image   string            `json:"image"`
+	Labels  map[string]string `json:"labels"`
+	Runtime string            `json:"runtime"`
+	// RuntimeOptions are the action's runtime's (a runc BinaryName,
+	// Root, SystemdCgroup...), copied with its name.
+	RuntimeOptions *containerdapi.Any `json:"runtime_options,omitempty"`
+	Snapshotter    string             `json:"snapshotter"`
+	SnapshotKey    string             `json:"snapshot_key"`
 	// Output is the task's stdout and stderr, a file on the host.
 	Output string        `json:"output"`
 	Spec   *ocispec.Spec `json:"spec,omitempty"`
@@ -36,6 +39,21 @@ type planned struct {
 	Pending string `json:"pending,omitempty"`
 
 	in *ocispec.Input // the plan, less the user image
+}
+
+// runtimeName is the action's runtime, which the containers planned from
+// it run on too: runc v2 when it names none.
+func runtimeName(action containerdapi.Container) string {
+	return cmp.Or(action.Runtime.Name, containerdapi.RuncV2)
+}
+
+// runtimeOptions are the options of the action's runtime, nil if none.
+func runtimeOptions(action containerdapi.Container) *containerdapi.Any {
+	if action.Runtime.Options.TypeURL == "" && len(action.Runtime.Options.Value) == 0 {
+		return nil
+	}
+	o := action.Runtime.Options
+	return &o
 }
 
 // role is the container's role, for messages: a command or the image's
@@ -67,7 +85,7 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 	id := e.newID(want.Name)
 	p := &planned{
 		ID: id, Image: want.Image.Qualified(), Labels: withName(want.Labels, want.Name),
-		Runtime: containerdapi.RuncV2, Snapshotter: cmp.Or(d.ctr.Snapshotter, e.snapshotter()), SnapshotKey: id,
+		Runtime: runtimeName(d.ctr), RuntimeOptions: runtimeOptions(d.ctr), Snapshotter: cmp.Or(d.ctr.Snapshotter, e.snapshotter()), SnapshotKey: id,
 		Output: "file://" + e.logFile(id),
 		in: &ocispec.Input{
 			Spec: d.spec, Image: *d.image, UserImageRef: want.Image.String(),
@@ -298,6 +316,9 @@ func (e *Engine) createContainer(ctx context.Context, p *planned, specJSON []byt
 	ctr := containerdapi.Container{
 		ID: p.ID, Labels: p.Labels, Image: p.Image, Runtime: containerdapi.Runtime{Name: p.Runtime},
 		Spec: containerdapi.SpecAny(specJSON), Snapshotter: p.Snapshotter, SnapshotKey: p.SnapshotKey,
+	}
+	if p.RuntimeOptions != nil {
+		ctr.Runtime.Options = *p.RuntimeOptions
 	}
 	if _, err := e.C.ContainerCreate(lctx, ctr); err != nil {
 		// An earlier call's create, whose answer was lost, is ours.

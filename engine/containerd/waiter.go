@@ -52,11 +52,11 @@ func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 		engine.EnvContainerdNamespace + "=" + e.namespace(),
 		engine.EnvEngine + "=" + engine.KindContainerd,
 	}, want.Env...)
-	spec := waiterSpec(e.namespace(), id, append([]string{"/waitdaemon"}, want.Args...), env, mounts)
+	spec := waiterSpec(ocispec.CgroupsPath(cgroupsPath(d.spec), e.namespace(), id), append([]string{"/waitdaemon"}, want.Args...), env, mounts)
 	mountDevice(&spec, want.Device)
 	return engine.Spec{Name: want.Name, Create: &planned{
 		ID: id, Image: d.ctr.Image, Labels: withName(want.Labels, want.Name),
-		Runtime: containerdapi.RuncV2, Snapshotter: cmp.Or(d.ctr.Snapshotter, e.snapshotter()), SnapshotKey: id,
+		Runtime: runtimeName(d.ctr), RuntimeOptions: runtimeOptions(d.ctr), Snapshotter: cmp.Or(d.ctr.Snapshotter, e.snapshotter()), SnapshotKey: id,
 		Output: "file://" + e.logFile(id), Spec: &spec,
 	}}
 }
@@ -74,8 +74,9 @@ var defaultCaps = []string{
 // beyond runc's defaults), as root, with its own pid, ipc and mount
 // namespaces and the host's network and UTS (it needs no network, and a
 // new network namespace is most of a container start), in the cgroup
-// /<namespace>/<id>. It mounts /proc and a /dev, no /sys, and mounts.
-func waiterSpec(namespace, id string, args, env []string, mounts []ocispec.Mount) ocispec.Spec {
+// cgroup (/<namespace>/<id>, or systemd's form: ocispec.CgroupsPath). It
+// mounts /proc and a /dev, no /sys, and mounts.
+func waiterSpec(cgroup string, args, env []string, mounts []ocispec.Mount) ocispec.Spec {
 	caps := raw(defaultCaps)
 	dev := []ocispec.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
@@ -98,7 +99,7 @@ func waiterSpec(namespace, id string, args, env []string, mounts []ocispec.Mount
 		Mounts: append(dev, mounts...),
 		Linux: &ocispec.Linux{
 			Namespaces:  []ocispec.Namespace{{Type: "pid"}, {Type: "ipc"}, {Type: "mount"}},
-			CgroupsPath: "/" + namespace + "/" + id,
+			CgroupsPath: cgroup,
 			Rest: ocispec.Rest{
 				"maskedPaths": raw([]string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 					"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi"}),
@@ -107,6 +108,14 @@ func waiterSpec(namespace, id string, args, env []string, mounts []ocispec.Mount
 			},
 		},
 	}
+}
+
+// cgroupsPath is a spec's cgroup path, "" if it has none.
+func cgroupsPath(s ocispec.Spec) string {
+	if s.Linux == nil {
+		return ""
+	}
+	return s.Linux.CgroupsPath
 }
 
 // bind is a bind mount of host path source at target.

@@ -41,7 +41,8 @@
 //     and /etc/group (Input.UserDB) when NeedsUserDB says the USER needs
 //     them. A name that is not there is ErrUser.
 //   - root.path: "rootfs"; linux.cgroupsPath: /<namespace>/<id> of the
-//     new container.
+//     new container, or under systemd's cgroup driver the action's
+//     slice:prefix: with its ID (CgroupsPath).
 //   - network: with no network namespace in the action's spec, the user
 //     container shares the host's network. With one, it gets a new,
 //     private network namespace (no path): the action's was made for it,
@@ -203,7 +204,7 @@ func Plan(in Input) (Spec, error) {
 		}
 		l.Namespaces = append(l.Namespaces, ns)
 	}
-	l.CgroupsPath = "/" + in.Namespace + "/" + in.ID
+	l.CgroupsPath = CgroupsPath(s.Linux.CgroupsPath, in.Namespace, in.ID)
 	s.Linux = &l
 
 	s.Hostname = ""
@@ -469,4 +470,16 @@ func under(p string, paths []string) bool {
 		w = path.Clean(w)
 		return w != "/" && (p == w || strings.HasPrefix(p, w+"/"))
 	})
+}
+
+// CgroupsPath is the cgroup path of container id in containerd namespace
+// ns, in the form of the action's (action): /<ns>/<id>, as containerd's
+// WithNamespacedCgroup makes it; or, when the action's is systemd's
+// slice:prefix:name (its runtime's SystemdCgroup, which the container
+// shares), the action's slice and prefix with id.
+func CgroupsPath(action, ns, id string) string {
+	if parts := strings.Split(action, ":"); len(parts) == 3 && !strings.HasPrefix(action, "/") {
+		return parts[0] + ":" + parts[1] + ":" + id
+	}
+	return "/" + ns + "/" + id
 }

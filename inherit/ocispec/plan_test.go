@@ -295,6 +295,33 @@ func TestPlanCommand(t *testing.T) {
 	}
 }
 
+// TestPlanCgroupsPath: the user container's cgroup is /<namespace>/<id>,
+// as containerd's WithNamespacedCgroup makes it; under systemd's cgroup
+// driver (an action whose path is slice:prefix:name, its runtime's
+// SystemdCgroup, which travels), the action's slice and prefix with the
+// container's ID, the only form runc then takes.
+func TestPlanCgroupsPath(t *testing.T) {
+	for _, tc := range []struct{ action, want string }{
+		{"/tinkerbell/act", "/ns/user-1"},
+		{"", "/ns/user-1"},
+		{"system.slice:tinkerbell:act", "system.slice:tinkerbell:user-1"},
+		{"tinkerbell.slice:nerdctl:act", "tinkerbell.slice:nerdctl:user-1"},
+		{":tinkerbell:act", ":tinkerbell:user-1"},
+	} {
+		t.Run(tc.action, func(t *testing.T) {
+			in := base(t)
+			in.Namespace, in.ID = "ns", "user-1"
+			in.Spec.Linux.CgroupsPath = tc.action
+			out, err := Plan(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			is(t, "cgroupsPath", out.Linux.CgroupsPath, tc.want)
+			is(t, "CgroupsPath", CgroupsPath(tc.action, "ns", "user-1"), tc.want)
+		})
+	}
+}
+
 // TestPlanFallbackCommand: a command given (the fallback's
 // WAITDAEMON_FALLBACK_COMMAND) replaces the action's and runs after the
 // image's ENTRYPOINT, so that an image with neither ENTRYPOINT nor CMD,
