@@ -42,6 +42,8 @@ const (
 	// fixtureImage is the busybox image testdata/record-containerd.sh
 	// imports into namespace.
 	fixtureImage = "docker.io/library/waitdaemon-fixture:1"
+	// fixtureConfig is the digest of its config, as recorded.
+	fixtureConfig = "sha256:8e7c6eb46f069f9889746b91ffe6c78762bd9510c11829af0180a852b432def6"
 	// logDir is where the tasks' output goes: the shim writes there when
 	// recording; the test writes what it would when replaying.
 	logDir = "/tmp/waitdaemon-rr-engine"
@@ -94,6 +96,11 @@ func testEngine(t *testing.T, name string) (*Engine, *trace) {
 	e.newSuffix = func() string { n++; return fmt.Sprintf("%08x", n) }
 	e.now = func() time.Time { return time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC) }
 	e.ProcSelf = t.TempDir()
+	// The fixture image has no /etc (testdata/fixture-image): its user
+	// database is given as read, empty, by its config's digest, rather
+	// than have the recordings hold its three 2 MB layers, read whole to
+	// find no /etc/passwd or /etc/group in them.
+	e.userDBs = map[string]*ocispec.UserDB{fixtureConfig: {}}
 	// The recording host's root, as the recordings saw it: all three
 	// /etc files.
 	e.HostRoot = t.TempDir()

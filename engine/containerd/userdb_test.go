@@ -125,7 +125,7 @@ func TestUserDB(t *testing.T) {
 // reads no layer.
 func TestFinishUserDB(t *testing.T) {
 	const gz = "application/vnd.docker.image.rootfs.diff.tar.gzip"
-	files := layer(t, true, [2]string{"etc/passwd", "root:x:0:0::/:/x\nprobe:x:1234:1234::/:/x\n"}, [2]string{"etc/group", "extra:x:2000:probe\n"})
+	files := layer(t, true, [2]string{"etc/passwd", "root:x:0:0::/:/x\nprobe:x:1234:1234::/:/x\n"}, [2]string{"etc/group", "extra:x:2000:probe\nwheel:x:10:root\n"})
 	cases := []struct {
 		name, user string
 		layer      []byte
@@ -133,14 +133,20 @@ func TestFinishUserDB(t *testing.T) {
 		wantUser   string
 		wantErr    string
 		wantReads  int
+		wantLog    string
 	}{
 		{name: "a name", user: "probe", layer: files, mediaType: gz, wantUser: `{"uid":1234,"gid":1234,"additionalGids":[1234,2000]}`, wantReads: 1},
-		{name: "uid:gid", user: "5:6", layer: files, mediaType: gz, wantUser: `{"uid":5,"gid":6,"additionalGids":[6]}`},
+		{name: "uid:gid", user: "1234:6", layer: files, mediaType: gz, wantUser: `{"uid":1234,"gid":6,"additionalGids":[6,2000]}`, wantReads: 1},
+		{name: "empty", layer: files, mediaType: gz, wantUser: `{"uid":0,"gid":0,"additionalGids":[0,10]}`, wantReads: 1},
+		// Not needed to resolve the user: its own group alone, and a note.
+		{name: "empty, unreadable", layer: files, mediaType: "application/vnd.oci.image.layer.v1.tar+zstd", wantUser: `{"uid":0,"gid":0,"additionalGids":[0]}`, wantLog: "only tar and gzip layers are read"},
 		{name: "unreadable", user: "probe", layer: files, mediaType: "application/vnd.oci.image.layer.v1.tar+zstd", wantErr: "reading /etc/passwd and /etc/group from image docker.io/library/probe:1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e, d := newFake(t, map[string][]reply{"Content/Read": {{msg: `{"data":{"base64":"` + base64.StdEncoding.EncodeToString(tc.layer) + `"}}`}}})
+			log := &syncLog{}
+			e.Log = log
 			act := recordedAction(t, "reboot.json")
 			p := &planned{in: &ocispec.Input{
 				Spec: act.Detail.(*self).spec, Image: ocispec.ImageConfig{Entrypoint: []string{"/waitdaemon", "action", "--"}},
@@ -163,6 +169,9 @@ func TestFinishUserDB(t *testing.T) {
 				if got, _ := json.Marshal(p.Spec.Process.User); string(got) != tc.wantUser {
 					t.Errorf("user %s, want %s", got, tc.wantUser)
 				}
+			}
+			if !strings.Contains(log.String(), tc.wantLog) || tc.wantLog == "" && log.String() != "" {
+				t.Errorf("log %q, want it to say %q", log.String(), tc.wantLog)
 			}
 			if n := d.count("Content/Read"); n != tc.wantReads {
 				t.Errorf("%d layers read, want %d", n, tc.wantReads)

@@ -32,14 +32,18 @@
 //     differ from what its image gave (then the operator set them, and
 //     they travel). A user image's USER is resolved as runc's callers
 //     (Docker, containerd's WithUser) resolve it: empty is root, and a
-//     numeric uid:gid is itself, each with its own group alone; a user
+//     numeric uid:gid is itself, each with its own group, then, as
+//     containerd's WithAdditionalGIDs adds them, the groups of the
+//     image's /etc/group that list root (for an empty USER) or the
+//     uid's user by name, but the one of that user's own name; a user
 //     by name, or a uid alone, is looked up in the image's /etc/passwd
 //     (a uid that is not there is itself, in group 0), and its
 //     additional groups are those of the image's /etc/group that list
 //     it by name; a group by name is looked up in /etc/group. The plan
 //     does not read files: the engine gives it the image's /etc/passwd
-//     and /etc/group (Input.UserDB) when NeedsUserDB says the USER needs
-//     them. A name that is not there is ErrUser.
+//     and /etc/group (Input.UserDB), which a USER that NeedsUserDB says
+//     needs them cannot do without; without them the others get their
+//     own group alone. A name that is not there is ErrUser.
 //   - root.path: "rootfs"; linux.cgroupsPath: /<namespace>/<id> of the
 //     new container, or under systemd's cgroup driver the action's
 //     slice:prefix: with its ID (CgroupsPath).
@@ -348,13 +352,35 @@ func user(action User, imageUser, userImageUser string, db *UserDB) (User, error
 }
 
 // imageUserOf is the user an image's USER runs as. One that needs no
-// files (see NeedsUserDB) has its own group alone; else db must hold
-// the image's files.
+// files to be resolved (see NeedsUserDB: empty, or a numeric uid:gid)
+// has its own group, then, as containerd's WithImageConfig gives them,
+// the groups of db that list root (for an empty USER) or the uid's user,
+// but the one of that user's name: none when db is nil or lacks them.
+// Any other needs db to hold the image's files.
 func imageUserOf(spec string, db *UserDB) (User, error) {
 	if !NeedsUserDB(spec) {
 		u, err := numericUser(spec)
+		if err != nil {
+			return u, err
+		}
 		u.AdditionalGids = []uint32{u.GID}
-		return u, err
+		if db == nil {
+			return u, nil
+		}
+		name := "root"
+		if spec != "" {
+			e, ok := findPasswd(db.Passwd, func(e passwdEntry) bool { return e.uid == int(u.UID) })
+			if !ok {
+				return u, nil
+			}
+			name = e.name
+		}
+		for _, g := range parseGroup(db.Group) {
+			if g.name != name && slices.Contains(g.members, name) && !slices.Contains(u.AdditionalGids, uint32(g.gid)) {
+				u.AdditionalGids = append(u.AdditionalGids, uint32(g.gid))
+			}
+		}
+		return u, nil
 	}
 	if db == nil {
 		return User{}, fmt.Errorf("%w: the image's /etc/passwd and /etc/group were not read", ErrUser)
