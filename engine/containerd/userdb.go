@@ -58,8 +58,8 @@ func (e *Engine) userDB(ctx context.Context, img containerdapi.ResolvedImage) (*
 var errLink = errors.New("is a link, which waitdaemon does not follow")
 
 // scanLayer reads layer d for the files not yet settled: one it holds is
-// read into files, one it whites out is gone; with /etc opaque (or
-// whited out), those it does not hold are gone too. It stops reading
+// read into files, one it whites out (and does not hold) is gone; with
+// /etc opaque (or whited out), those it does not hold are gone too. It stops reading
 // once both are settled.
 func (e *Engine) scanLayer(ctx context.Context, d containerdapi.Descriptor, files map[string][]byte, settled map[string]bool) error {
 	if strings.Contains(d.MediaType, "zstd") {
@@ -78,7 +78,11 @@ func (e *Engine) scanLayer(ctx context.Context, d containerdapi.Descriptor, file
 		}
 		r = zr
 	}
+	// Whiteouts, and an opaque /etc, hide the layers below alone: a file
+	// this layer adds after its whiteout is the image's. They settle
+	// what this layer did not hold once it is read.
 	opaque := false
+	var whiteouts []string
 	tr := tar.NewReader(r)
 	for len(settled) < 2 {
 		h, err := tr.Next()
@@ -95,7 +99,7 @@ func (e *Engine) scanLayer(ctx context.Context, d containerdapi.Descriptor, file
 			opaque = true
 		case dir == "etc/" && strings.HasPrefix(base, ".wh."):
 			if f := "etc/" + strings.TrimPrefix(base, ".wh."); f == etcPasswd || f == etcGroup {
-				settled[f] = true
+				whiteouts = append(whiteouts, f)
 			}
 		case (name == etcPasswd || name == etcGroup) && !settled[name]:
 			if h.Typeflag != tar.TypeReg {
@@ -110,6 +114,9 @@ func (e *Engine) scanLayer(ctx context.Context, d containerdapi.Descriptor, file
 			}
 			files[name], settled[name] = data, true
 		}
+	}
+	for _, f := range whiteouts {
+		settled[f] = true
 	}
 	if opaque {
 		settled[etcPasswd], settled[etcGroup] = true, true

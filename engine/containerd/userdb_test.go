@@ -68,6 +68,12 @@ func TestUserDB(t *testing.T) {
 			wantPasswd: "probe:x:1:1::/:/x\n", wantGroup: "root:x:0:\n", wantReads: 2},
 		{name: "the group whited out", layers: [][]byte{base, layer(t, false, [2]string{"etc/.wh.group", ""}, [2]string{"etc/passwd", "p:x:1:1::/:/x\n"})}, types: []string{gz, plain},
 			wantPasswd: "p:x:1:1::/:/x\n", wantAbsent: "group", wantReads: 1},
+		// Whiteouts hide the layers below alone: a file the same layer
+		// adds after its whiteout is the image's.
+		{name: "passwd whited out and added again", layers: [][]byte{base, layer(t, false, [2]string{"etc/.wh.passwd", ""}, [2]string{"etc/passwd", "new:x:1:1::/:/x\n"})}, types: []string{gz, plain},
+			wantPasswd: "new:x:1:1::/:/x\n", wantGroup: "root:x:0:\n", wantReads: 2},
+		{name: "/etc opaque, passwd added again", layers: [][]byte{base, layer(t, false, [2]string{"etc/.wh..wh..opq", ""}, [2]string{"etc/passwd", "new:x:1:1::/:/x\n"})}, types: []string{gz, plain},
+			wantPasswd: "new:x:1:1::/:/x\n", wantAbsent: "group", wantReads: 1},
 		{name: "/etc opaque", layers: [][]byte{base, layer(t, true, [2]string{"etc/.wh..wh..opq", ""}, [2]string{"etc/hostname", "x"})}, types: []string{gz, gz},
 			wantAbsent: "both", wantReads: 1},
 		{name: "passwd whited out, another file too", layers: [][]byte{base, layer(t, false, [2]string{"etc/.wh.hostname", ""}, [2]string{"etc/.wh.passwd", ""})}, types: []string{gz, plain},
