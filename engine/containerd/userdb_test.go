@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
@@ -184,4 +185,43 @@ func TestFinishUserDB(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUserDBBounded: reading the user database stops, with an error that
+// says so, once it has read userDBBytes of the image's layers (unpacked)
+// without finding both files, or once userDBTime is spent.
+func TestUserDBBounded(t *testing.T) {
+	big := layer(t, true, [2]string{"usr/big", strings.Repeat("x", 64<<10)})
+	var img containerdapi.ResolvedImage
+	img.Image.Name = "docker.io/library/big:1"
+	img.Manifest.Config.Digest = "sha256:c0"
+	img.Manifest.Layers = []containerdapi.Descriptor{
+		{MediaType: "application/vnd.oci.image.layer.v1.tar+gzip", Digest: "sha256:l0"},
+		{MediaType: "application/vnd.oci.image.layer.v1.tar+gzip", Digest: "sha256:l1"},
+	}
+	read := reply{msg: `{"data":{"base64":"` + base64.StdEncoding.EncodeToString(big) + `"}}`}
+	t.Run("size", func(t *testing.T) {
+		defer func(b int64) { userDBBytes = b }(userDBBytes)
+		userDBBytes = 100 << 10
+		e, d := newFake(t, map[string][]reply{"Content/Read": {read}})
+		_, err := e.userDB(testCtx(t), img)
+		if err == nil || !strings.Contains(err.Error(), "gave up after reading 100 KiB of its layers") || !strings.Contains(err.Error(), img.Image.Name) {
+			t.Errorf("userDB() = %v, want it given up after 100 KiB, naming the image", err)
+		}
+		if n := d.count("Content/Read"); n != 2 {
+			t.Errorf("%d layers read, want 2", n)
+		}
+	})
+	t.Run("time", func(t *testing.T) {
+		defer func(d time.Duration) { userDBTime = d }(userDBTime)
+		userDBTime = 200 * time.Millisecond
+		slow := read
+		slow.broken = func() bool { time.Sleep(time.Second); return false }
+		e, _ := newFake(t, map[string][]reply{"Content/Read": {slow}})
+		began := time.Now()
+		_, err := e.userDB(testCtx(t), img)
+		if err == nil || !strings.Contains(err.Error(), "gave up after 200ms") || time.Since(began) > 900*time.Millisecond {
+			t.Errorf("userDB() = %v after %v, want it given up after 200ms", err, time.Since(began))
+		}
+	})
 }
