@@ -42,6 +42,8 @@ func TestPlanImageUser(t *testing.T) {
 		{name: "uid:gid: the groups that list the uid's user", spec: "65532:65532", db: db, want: User{UID: 65532, GID: 65532, AdditionalGids: []uint32{65532, 2000}}},
 		{name: "uid:gid, another gid", spec: "1234:5", db: db, want: User{UID: 1234, GID: 5, AdditionalGids: []uint32{5, 10, 2000}}},
 		{name: "uid:gid, its group listed", spec: "0:10", db: db, want: User{GID: 10, AdditionalGids: []uint32{10}}},
+		{name: "uid:gid, the group of the user's name left out", spec: "7:7", db: &UserDB{Passwd: []byte("u:x:7:7::/:/x\n"), Group: []byte("u:x:8:u\nother:x:9:u\n")},
+			want: User{UID: 7, GID: 7, AdditionalGids: []uint32{7, 9}}},
 		{name: "uid:gid, a uid not in /etc/passwd", spec: "4242:4242", db: db, want: User{UID: 4242, GID: 4242, AdditionalGids: []uint32{4242}}},
 		{name: "uid:gid, files not read", spec: "5:6", want: User{UID: 5, GID: 6, AdditionalGids: []uint32{6}}},
 		{name: "a uid alone: its group and groups", spec: "65532", db: db, want: User{UID: 65532, GID: 65532, AdditionalGids: []uint32{65532, 2000}}},
