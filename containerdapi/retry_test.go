@@ -259,6 +259,7 @@ func TestTaskLostAnswer(t *testing.T) {
 		aborts     bool   // a create cut while creating is not carried out
 		leftover   bool   // an earlier create, cut while creating, is still being undone
 		bundleGone bool   // and removes the bundle under the new create's shim
+		logGone    bool   // and removes the bundle under the new create's runc
 		forever    bool   // a create cut while creating never ends (the client's request bound is 500 ms)
 		unknown    int    // after the fault, this many Tasks/Get answer the task's status UNKNOWN (a busy shim)
 		noStart    bool   // the task is never started, and the call succeeds: it may have been
@@ -271,6 +272,7 @@ func TestTaskLostAnswer(t *testing.T) {
 		{name: "create, cut while creating, never settled", call: create, fault: "creating", forever: true, wantCalls: `^Create Get( Create Get)+$`, wantState: "creating", wantErr: true},
 		{name: "create, an earlier create's cleanup under way", call: create, leftover: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
 		{name: "create, an earlier create's cleanup removes the bundle under the shim", call: create, leftover: true, bundleGone: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
+		{name: "create, an earlier create's cleanup removes the bundle under runc", call: create, leftover: true, logGone: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
 		{name: "create, cut while creating, seen, then undone", call: create, fault: "undone", wantCalls: `^Create Get Get Create$`, wantState: "created"},
 		{name: "create, lost after acting", call: create, fault: "after", wantCalls: "Create Get Get", wantState: "created"},
 		{name: "create, lost after acting, unknown a while", call: create, fault: "after", unknown: 2, wantCalls: "Create Get Get Get Get", wantState: "created"},
@@ -342,6 +344,10 @@ func TestTaskLostAnswer(t *testing.T) {
 						// Seen on containerd 2.2.1 under load: the
 						// new shim's working directory, the bundle, went.
 						fail(w, containerdapi.Unknown, "failed to start shim: start failed: io.containerd.runc.v2: getwd: no such file or directory: exit status 1")
+					case method == "Create" && tc.logGone:
+						// Seen on containerd 2.2.1 under load: runc's log
+						// file went with the bundle.
+						fail(w, containerdapi.Unknown, "failed to create shim task: OCI runtime create failed: unable to retrieve OCI runtime error (open /run/containerd/io.containerd.runtime.v2.task/tinkerbell/web/log.json: no such file or directory): runc did not terminate successfully: exit status 1")
 					case method == "Create" && tc.leftover:
 						fail(w, containerdapi.Unknown, "failed to create shim task: OCI runtime create failed: runc create failed: container with given ID already exists")
 					case method == "Create":

@@ -208,8 +208,9 @@ var (
 // another create of the task still under way, or one cut off that
 // containerd is still undoing (containerd 2.2.1 answers Unknown, "mkdir
 // …: file exists", runc's "container with given ID already exists", or
-// a new shim's "getwd: no such file or directory" when the undoing
-// removes the bundle under it, for the seconds it takes; Tasks/Get finds
+// a new shim's "getwd: no such file or directory", or runc's "open
+// …/log.json: no such file or directory", when the undoing removes the
+// bundle under it, for the seconds it takes; Tasks/Get finds
 // no task meanwhile, or a task that then goes): the task is asked for
 // again, and created again, after a pause, until that create has ended
 // or been undone. A task found after a lost answer is taken only once
@@ -290,7 +291,9 @@ func (c *Client) knownTask(ctx context.Context, id string) (Process, error) {
 // bundleExists is a task create that met the bundle directory, or the
 // runc container, of another create of the same task, still under way
 // or being undone; or whose new shim lost its working directory, the
-// bundle, to that undoing ("getwd: no such file or directory").
+// bundle, to that undoing ("getwd: no such file or directory"), or whose
+// runc lost its log file in the bundle ("unable to retrieve OCI runtime
+// error (open …/log.json: no such file or directory)").
 func bundleExists(err error) bool {
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Code != Unknown {
@@ -298,7 +301,8 @@ func bundleExists(err error) bool {
 	}
 	return strings.Contains(ae.Message, "mkdir ") && strings.HasSuffix(ae.Message, ": file exists") ||
 		strings.HasSuffix(ae.Message, "runc create failed: container with given ID already exists") ||
-		strings.HasPrefix(ae.Message, "failed to start shim: ") && strings.Contains(ae.Message, "getwd: no such file or directory")
+		strings.HasPrefix(ae.Message, "failed to start shim: ") && strings.Contains(ae.Message, "getwd: no such file or directory") ||
+		strings.Contains(ae.Message, "unable to retrieve OCI runtime error (open ") && strings.Contains(ae.Message, "/log.json: no such file or directory")
 }
 
 // TaskStart starts the created task of container id and returns its pid.
