@@ -44,7 +44,7 @@ func TestWaiterCommandLine(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			eng := &fake.Engine{Action: engine.Self{ID: actionID, Name: "act", FoundBy: "cgroup"}, Images: map[string]bool{"reboot:1": true}}
+			eng := &fake.Engine{Action: engine.Self{ID: actionID, Name: "act", FoundBy: "cgroup", HostPID: true, CanBoot: true}, Images: map[string]bool{"reboot:1": true}}
 			var out bytes.Buffer
 			env := append(tc.env, "WAITDAEMON_DRY_RUN=true", "DOCKER_CONFIG="+t.TempDir())
 			if err := phase.One(t.Context(), eng, phase.ReadInputs(env), phase.Options{Stdout: &out, Stderr: io.Discard}); err != nil {

@@ -31,7 +31,10 @@ func (c *Client) ContainerInspect(ctx context.Context, id string) (Container, er
 // pick one). A named create is safe to retry: when an attempt may have
 // reached the engine and the retry meets a name conflict, the container
 // already there is ours if it carries every label asked for, and its ID
-// is returned.
+// is returned. A name the engine says is taken while no container answers
+// to it is held by an attempt cut off while the engine was still at it,
+// making the container or undoing it: the create is sent again, for
+// nameHeld at most, until the engine settles it.
 func (c *Client) ContainerCreate(ctx context.Context, name string, body CreateRequest) (CreateResponse, error) {
 	q := url.Values{}
 	if name != "" {
@@ -43,20 +46,39 @@ func (c *Client) ContainerCreate(ctx context.Context, name string, body CreateRe
 	if name != "" {
 		rep = adopted
 	}
-	err := c.do(ctx, request{
+	req := request{
 		method: http.MethodPost, path: "/containers/create", query: q, body: body,
 		ok: []int{201}, repeat: rep, tries: tries,
-	}, &out)
-	if err != nil && name != "" && tries.Ambiguous && errors.Is(err, ErrConflict) {
-		if there, ierr := c.ContainerInspect(ctx, name); ierr == nil && hasLabels(there.Config.Labels, body.Labels) {
+	}
+	err := c.do(ctx, req, &out)
+	for held := time.Now(); err != nil && name != "" && tries.Ambiguous && errors.Is(err, ErrConflict); {
+		there, ierr := c.ContainerInspect(ctx, name)
+		if ierr == nil && hasLabels(there.Config.Labels, body.Labels) {
 			return CreateResponse{ID: there.ID}, nil
 		}
+		if !errors.Is(ierr, ErrNotFound) || time.Since(held) >= nameHeld {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return CreateResponse{}, fmt.Errorf("creating container %q: %w", name, errors.Join(err, ctx.Err()))
+		case <-time.After(nameHeldPause):
+		}
+		err = c.do(ctx, req, &out)
 	}
 	if err != nil {
 		return CreateResponse{}, fmt.Errorf("creating container %q: %w", name, err)
 	}
 	return out, nil
 }
+
+// nameHeld bounds how long ContainerCreate sends a create again while the
+// engine holds its name for an attempt cut off; nameHeldPause is the
+// pause between them.
+const (
+	nameHeld      = 5 * time.Second
+	nameHeldPause = 50 * time.Millisecond
+)
 
 func hasLabels(have, want map[string]string) bool {
 	for k, v := range want {

@@ -702,3 +702,47 @@ func TestStartLostOnAndOn(t *testing.T) {
 		t.Errorf("the start was sent %d times, want %d", n, 1+socketclient.MaxRetries)
 	}
 }
+
+// TestCreateNameHeld: a named create whose first attempt was cut off
+// while the engine was still at it holds the name for a moment, answering
+// a repeat with a conflict while no container of that name can be
+// inspected yet (it is being made, or undone). The repeat is sent again
+// until the engine settles it: the container made adopted, or made anew.
+func TestCreateNameHeld(t *testing.T) {
+	const id = "0123456789ab0123456789ab0123456789ab0123456789ab0123456789abcdef"
+	for _, made := range []bool{false, true} {
+		t.Run(fmt.Sprintf("made %v", made), func(t *testing.T) {
+			var got hits
+			c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) {
+				n := got.add(r)
+				switch r.Method + " " + r.URL.Path {
+				case "POST /v1.41/containers/create":
+					switch {
+					case n == 1:
+						hangUp(t, w)
+					case n < 4 || made:
+						writeJSON(w, 409, map[string]string{"message": `Conflict. The container name "/web" is already in use by container "` + id + `". You have to remove (or rename) that container to be able to reuse that name.`})
+					default:
+						writeJSON(w, 201, dockerapi.CreateResponse{ID: id})
+					}
+				case "GET /v1.41/containers/web/json":
+					if !made || n < 3 {
+						writeJSON(w, 404, map[string]string{"message": "No such container: web"})
+						return
+					}
+					writeJSON(w, 200, dockerapi.Container{ID: id, Name: "/web", Config: dockerapi.Config{Image: "alpine:3.20", Labels: webBody.Labels}})
+				default:
+					t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+					http.Error(w, "unexpected", http.StatusTeapot)
+				}
+			})
+			created, err := c.ContainerCreate(shortCtx(t), "web", webBody)
+			if err != nil || created.ID != id {
+				t.Errorf("ContainerCreate() = %+v, %v; want %s: the name held by the cut create, then settled", created, err, id)
+			}
+			if n, want := got.get("GET /v1.41/containers/web/json"), map[bool]int{false: 2, true: 3}[made]; n != want {
+				t.Errorf("%d inspects, want %d", n, want)
+			}
+		})
+	}
+}

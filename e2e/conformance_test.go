@@ -99,4 +99,9 @@ func (c conformanceRow) Program(code int) ([]string, string) {
 	return []string{"--exit=" + strconv.Itoa(code)}, "}"
 }
 
+// Mkdir: the probe makes the directory first, and exits 7 if it cannot.
+func (c conformanceRow) Mkdir(dir string, code int) []string {
+	return []string{"--mkdir=" + dir, "--exit=" + strconv.Itoa(code)}
+}
+
 func (c conformanceRow) Lose(string, string) bool { return false }

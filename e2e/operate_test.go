@@ -120,6 +120,73 @@ func TestRetrySucceeds(t *testing.T) {
 	})
 }
 
+// TestRetryFresh: each re-run starts from the image, as the first run
+// did: a command that makes its mount point with mkdir(2), as
+// tinkerbell/actions' kexec makes /mountAction, and fails, fails the same
+// way on the re-run, not on the directory the first run left. Each
+// attempt names its own container, and both are kept.
+func TestRetryFresh(t *testing.T) {
+	onEngines(t, func(t *testing.T, e rig) {
+		out := t.TempDir()
+		r := e.run(t, tinkAgent, action{
+			name:    "e2e retry fresh",
+			command: []string{"--mkdir=/mountAction", "--exit=3"},
+			env: map[string]string{
+				"IMAGE": probeImage, "WAIT_SECONDS": "0", "WAITDAEMON_RETRIES": "1",
+				"WAITDAEMON_RESULT_FILE": filepath.Join(out, "result.json"),
+			},
+			volumes: []string{out + ":/out"},
+		})
+		if r.ExitCode != 0 {
+			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
+		}
+		evs := events(e.waiter(t, r.ID))
+		var res struct {
+			Attempts []struct {
+				Container string   `json:"container"`
+				ExitCode  int      `json:"exit_code"`
+				LogTail   []string `json:"log_tail"`
+				Kept      bool     `json:"kept"`
+			} `json:"attempts"`
+		}
+		data, err := os.ReadFile(filepath.Join(out, "result.json"))
+		if err != nil {
+			t.Fatalf("result file: %v", err)
+		}
+		if err := json.Unmarshal(data, &res); err != nil {
+			t.Fatalf("result file: %v\n%s", err, data)
+		}
+		var codes []int
+		for _, a := range res.Attempts {
+			codes = append(codes, a.ExitCode)
+		}
+		if !slices.Equal(codes, []int{3, 3}) {
+			t.Fatalf("attempts exited %v, want [3 3]: each from the image, not from the file system the run before left\n%s", codes, data)
+		}
+		user := res.Attempts[0].Container
+		if !strings.HasSuffix(user, "-waitdaemon-user") || res.Attempts[1].Container != user+"-2" || !res.Attempts[0].Kept || !res.Attempts[1].Kept {
+			t.Errorf("attempts %+v; want them in %s and %s-2, both kept", res.Attempts, user, user)
+		}
+		if _, ok := find(evs, "result"); !ok {
+			t.Errorf("no result line: %v", evs)
+		}
+		list, err := e.engine().List(testCtx(t), phase.LabelActionID, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []string
+		for _, c := range list {
+			if c.Labels[phase.LabelRole] == phase.RoleUser {
+				kept = append(kept, c.Name)
+			}
+		}
+		slices.Sort(kept)
+		if !slices.Equal(kept, []string{user, user + "-2"}) {
+			t.Errorf("user containers left: %q; want both attempts' kept", kept)
+		}
+	})
+}
+
 // TestDryRun prints the plan and creates nothing.
 func TestDryRun(t *testing.T) {
 	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {

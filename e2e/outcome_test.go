@@ -67,6 +67,9 @@ func TestDownWithin(t *testing.T) {
 		r := e.run(t, tinkAgent, action{
 			name:    "e2e down within",
 			command: []string{"--exit=0", "reboot"},
+			// A run that must take the machine down needs the host's pid
+			// namespace.
+			pid: "host",
 			env: map[string]string{
 				"IMAGE": probeImage, "WAIT_SECONDS": "0", "WAITDAEMON_DOWN_WITHIN": "2",
 				"WAITDAEMON_FALLBACK_COMMAND": `["--exit=0","fallback"]`,

@@ -351,12 +351,14 @@ func checkSweepRun(t *testing.T, s sweeper, r sweepRun, out string) sweepOutcome
 	} else {
 		checkSweepResult(t, "the result file", data, fail)
 	}
-	// The user container failed: it is kept. The fallback succeeded: it
-	// is removed. The waiter is removed when it ends, or on containerd
-	// stays, stopped, until another action's waiter removes it.
-	want := [][]string{{"user"}}
+	// The user container of each attempt failed: each is kept. The
+	// fallback succeeded: it is removed. The waiter is removed when it
+	// ends, or on containerd stays, stopped, until another action's
+	// waiter removes it.
+	users := slices.Repeat([]string{"user"}, 1+sweepRetries)
+	want := [][]string{users}
 	if s.keepsWaiter() {
-		want = [][]string{{"user"}, {"user", "waiter"}}
+		want = [][]string{users, append(slices.Clone(users), "waiter")}
 	}
 	if !slices.ContainsFunc(want, func(w []string) bool { return slices.Equal(w, left) }) {
 		fail("left %q, want one of %q", left, want)
@@ -427,7 +429,7 @@ func (dockerSweeper) prepare(*testing.T) {}
 
 var (
 	hexID      = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
-	createName = regexp.MustCompile(`^POST /containers/create\?name=\S*-waitdaemon-(\w+): 201`)
+	createName = regexp.MustCompile(`^POST /containers/create\?name=\S*-waitdaemon-(\w+(?:-\d{1,2})?): 201`)
 )
 
 func (d dockerSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKind, out string) sweepRun {
@@ -498,14 +500,14 @@ func (s containerdSweeper) prepare(t *testing.T) {
 	waitDone(t, s.r, r.ID, 30*time.Second)
 }
 
-var cdCreated = regexp.MustCompile(`(?m)^Containers/Create (\S*-waitdaemon-(\w+)-[0-9a-f]{8}): OK`)
+var cdCreated = regexp.MustCompile(`(?m)^Containers/Create (\S*-waitdaemon-(\w+(?:-\d{1,2})?)-[0-9a-f]{8}): OK`)
 
 func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKind, out string) sweepRun {
 	t.Helper()
 	p := newGRPCFaultProxy(t)
 	name := fmt.Sprintf("e2e sweep %d", n)
 	full := "tinkerbell_" + sanitize(name) + "_e2e"
-	own := regexp.MustCompile(regexp.QuoteMeta(full) + `(-waitdaemon-\w+)(-[0-9a-f]{8})?`)
+	own := regexp.MustCompile(regexp.QuoteMeta(full) + `(-waitdaemon-\w+(?:-\d{1,2})?)(-[0-9a-f]{8})?\b`)
 	p.norm = func(x string) string {
 		x = own.ReplaceAllString(x, "{action}$1")
 		x = otherWaitdaemon.ReplaceAllString(x, "{other}$1")
@@ -554,7 +556,7 @@ func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKi
 
 // otherWaitdaemon matches the ID of a container another action's phase 1
 // made.
-var otherWaitdaemon = regexp.MustCompile(`\S+(-waitdaemon-\w+)-[0-9a-f]{8}\b`)
+var otherWaitdaemon = regexp.MustCompile(`\S+(-waitdaemon-\w+(?:-\d{1,2})?)-[0-9a-f]{8}\b`)
 
 // waiterOutput follows the waiter of action id to its end and returns its
 // output. The output file is held open from the start: another action's

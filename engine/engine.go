@@ -68,6 +68,12 @@ type Engine interface {
 	// Called again for the same spec, as after a lost answer, it adopts
 	// the container it made.
 	Create(ctx context.Context, spec Spec) (string, error)
+	// Again makes the container of another run of container first: a
+	// fresh one called name, from first's image and settings as first
+	// was created, with nothing of what first's runs left in its file
+	// system, not started. Called again for the same name, as after a
+	// lost answer, it adopts the container it made.
+	Again(ctx context.Context, first, name string) (string, error)
 	// Start starts a created container. A start whose answer was lost is
 	// not sent again blindly: a container that started, even one that has
 	// already stopped, counts as started.
@@ -113,6 +119,12 @@ type Self struct {
 	Name    string
 	FoundBy string   // how it was found, for the hand-off line
 	Env     []string // its environment, where the action's settings are
+	// HostPID: it shares the host's pid namespace, and so does a
+	// container planned from it (inheritance keeps it).
+	HostPID bool
+	// CanBoot: its process holds CAP_SYS_BOOT, which reboot(2) needs,
+	// and so does a container planned from it.
+	CanBoot bool
 	// Detail is the engine's own record of the container. Only the
 	// engine that made it reads it.
 	Detail any

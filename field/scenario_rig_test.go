@@ -208,9 +208,10 @@ func Scenarios(repo string) ([]Scenario, error) {
 		}
 	}
 	for _, os := range []string{"captainos", "hookos"} {
-		sock, pid := "/run/containerd/containerd.sock", "  namespaces:\n    pid: host\n"
+		// pid at the top level, which every release reads.
+		sock, pid := "/run/containerd/containerd.sock", "  pid: host\n"
 		if os == "hookos" {
-			sock, pid = "/var/run/docker.sock", "  pid: host\n"
+			sock = "/var/run/docker.sock"
 		}
 		timeout, err := NewScenario("timeout", os, `- name: reboot
   image: waitdaemon:latest
@@ -259,9 +260,8 @@ func Scenarios(repo string) ([]Scenario, error) {
 	stays, err := NewScenario("busybox reboot", "captainos", `- name: reboot
   image: waitdaemon:latest
   timeout: 90
+  pid: host
   command: ["reboot"]
-  namespaces:
-    pid: host
   environment:
     IMAGE: alpine:3.20
     WAIT_SECONDS: 10

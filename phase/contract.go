@@ -29,6 +29,28 @@ const (
 // it is that run's own; one kept since carries a name of its own.
 func containerName(action, role string) string { return action + "-waitdaemon-" + role }
 
+// attemptName is the name of the user container of attempt n (from 1) of
+// an action whose first is named user: that one's own for the first, and
+// for each re-run a fresh container's, user-n. Two digits at most, so
+// that none looks like a kept one's name, user-<12 hex digits>.
+func attemptName(user string, n int) string {
+	if n == 1 {
+		return user
+	}
+	return user + "-" + strconv.Itoa(n)
+}
+
+// isAttemptName reports whether name is a re-run's container of the user
+// container named user.
+func isAttemptName(user, name string) bool {
+	for n := 2; n <= MaxRetries+1; n++ {
+		if name == attemptName(user, n) {
+			return true
+		}
+	}
+	return false
+}
+
 // labels marks a container of role for the action self.
 func labels(role, action, actionID string) map[string]string {
 	return map[string]string{LabelRole: role, LabelAction: action, LabelActionID: actionID}

@@ -56,7 +56,7 @@ func TestTwoFollowFails(t *testing.T) {
 
 	t.Run("never settled", func(t *testing.T) {
 		eng := waiterFake(true)
-		eng.Fail = map[string]error{"Follow act-waitdaemon-user": engineGone}
+		eng.Fail = onEachAttempt("Follow", 2, engineGone)
 		res, args := twoWithResultFile(t, eng)
 		if len(res.Attempts) != 2 || res.ExitCode != unfollowedExitCode {
 			t.Fatalf("result = %+v; want two attempts, exit %d", res, unfollowedExitCode)
@@ -69,8 +69,10 @@ func TestTwoFollowFails(t *testing.T) {
 		if res.Fallback == nil || res.Fallback.ExitCode != 0 {
 			t.Errorf("fallback = %+v; want it run, exit 0", res.Fallback)
 		}
-		if n := countCalls(eng.Calls(), "Follow act-waitdaemon-user"); n < 4 {
-			t.Errorf("followed %d times; want each run asked after again: %q", n, eng.Calls())
+		for _, c := range []string{"Follow act-waitdaemon-user", "Follow act-waitdaemon-user-2"} {
+			if n := countCalls(eng.Calls(), c); n < 2 {
+				t.Errorf("%d of %q; want each run asked after again: %q", n, c, eng.Calls())
+			}
 		}
 		checkResultFile(t, args.ResultFile, res)
 	})
@@ -161,16 +163,15 @@ func TestTwoActionExitedFails(t *testing.T) {
 }
 
 // TestTwoStartFailsBetweenRuns: a run that could not start after one
-// that ran has that run's image and command; a re-run after it reads its
-// output from the end of the last run that ran, not from the first run's
-// start; and a last run that could not start leaves the result the image
-// and command of the runs before.
+// that ran has that run's image and command; a re-run after it reads the
+// output of its own container, from its start; and a last run that could
+// not start leaves the result the image and command of the runs before.
 func TestTwoStartFailsBetweenRuns(t *testing.T) {
 	for _, retries := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d retries", retries), func(t *testing.T) {
 			eng := waiterFake(false)
 			eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
-			eng.Once = map[string][]error{"Start act-waitdaemon-user": {nil, errors.New("500: the engine is out of sorts")}}
+			eng.Fail = map[string]error{"Start act-waitdaemon-user-2": errors.New("500: the engine is out of sorts")}
 			var out bytes.Buffer
 			if err := Two(context.Background(), eng, waiterArgs(retries, false), Options{Stdout: &out}); err != nil {
 				t.Fatalf("phase 2: %v\n%s", err, out.String())
@@ -186,12 +187,14 @@ func TestTwoStartFailsBetweenRuns(t *testing.T) {
 			if res.Image != "image-of-act-waitdaemon-user" || !slices.Equal(res.Command, ran) {
 				t.Errorf("result's image %q, command %q; want those that ran", res.Image, res.Command)
 			}
-			want := []string{""}
-			if retries == 2 {
-				want = append(want, res.Attempts[0].FinishedAt)
-			}
-			if since := eng.Sinces("act-waitdaemon-user"); !slices.Equal(since, want) {
-				t.Errorf("the runs' output read since %q; want %q: the first run's end after the refused start", since, want)
+			for n := 1; n <= retries+1; n++ {
+				want := []string{""}
+				if n == 2 {
+					want = nil // refused
+				}
+				if since := eng.Sinces(attemptName("act-waitdaemon-user", n)); !slices.Equal(since, want) {
+					t.Errorf("attempt %d's output read since %q; want %q", n, since, want)
+				}
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine"
@@ -58,10 +59,7 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 	if err := s.findResultDevice(); err != nil {
 		return err
 	}
-	if err := eng.Reach(ctx); err != nil {
-		return err
-	}
-	self, err := eng.Self(ctx, s.Container)
+	self, err := reachSelf(ctx, eng, s)
 	if err != nil {
 		return err
 	}
@@ -139,6 +137,9 @@ func Plan(ctx context.Context, eng engine.Engine, container string, o Options) e
 	if err == nil {
 		err = s.findResultDevice()
 	}
+	if err == nil {
+		err = canGoDown(s, self)
+	}
 	if err != nil {
 		return fmt.Errorf("container %s as an action: %w", container, err)
 	}
@@ -147,6 +148,41 @@ func Plan(ctx context.Context, eng engine.Engine, container string, o Options) e
 		return err
 	}
 	return h.print(o.Stdout)
+}
+
+// reachSelf reaches the engine and finds the action's own container,
+// one from which the run can do what the settings ask of it.
+func reachSelf(ctx context.Context, eng engine.Engine, s Settings) (engine.Self, error) {
+	if err := eng.Reach(ctx); err != nil {
+		return engine.Self{}, err
+	}
+	self, err := eng.Self(ctx, s.Container)
+	if err != nil {
+		return engine.Self{}, err
+	}
+	return self, canGoDown(s, self)
+}
+
+// canGoDown refuses a run that must take the machine down
+// (WAITDAEMON_DOWN_WITHIN) where neither the user container nor the
+// fallback could, as planned from the action: outside the host's pid
+// namespace, or without CAP_SYS_BOOT. Such a run would exit 0, the
+// workflow read success, and the machine stay up: no retry or fallback
+// helps, as they have the same settings.
+func canGoDown(s Settings, self engine.Self) error {
+	if s.DownWithin == 0 {
+		return nil
+	}
+	v := strconv.Itoa(s.DownWithin)
+	switch {
+	case !self.HostPID:
+		return bad("WAITDAEMON_DOWN_WITHIN", v, "an action that shares the host's pid namespace, to take the machine down: set `pid: host` on the action (every Tinkerbell release reads it; namespaces.pid only v0.25 and later). "+
+			"The user container and the fallback have the action's; in a pid namespace of their own, kill 1 signals their own init, reboot -f ends only that namespace and a kexec fails with EINVAL")
+	case !self.CanBoot:
+		return bad("WAITDAEMON_DOWN_WITHIN", v, "an action that holds CAP_SYS_BOOT, to take the machine down: make it privileged, as Tinkerbell's workers do, or add SYS_BOOT to its capabilities, in the host's user namespace. "+
+			"The user container and the fallback have the action's capabilities; without CAP_SYS_BOOT, reboot(2) fails (reboot -f, poweroff -f, a kexec)")
+	}
+	return nil
 }
 
 // newHandoff names what phase 1 will make, and plans the waiter.
@@ -261,9 +297,9 @@ func (h *Handoff) print(w io.Writer) error {
 
 // clearLeftovers makes room for this run of the action: an earlier run's
 // waiter is removed (there are never two), its user or fallback container
-// that was never started is removed, and one that ran, or whose start
-// failed, is kept, out of the way. One kept by a run before that already
-// has a name of its own, and stays as it is.
+// (a re-run's user container too) that was never started is removed, and
+// one that ran, or whose start failed, is kept, out of the way. One kept
+// by a run before that already has a name of its own, and stays as it is.
 func clearLeftovers(ctx context.Context, eng engine.Engine, self engine.Self, out io.Writer) error {
 	earlier, err := eng.List(ctx, LabelAction, self.Name)
 	if err != nil {
@@ -271,7 +307,8 @@ func clearLeftovers(ctx context.Context, eng engine.Engine, self engine.Self, ou
 	}
 	for _, e := range earlier {
 		role := e.Labels[LabelRole]
-		if role != RoleWaiter && e.Name != containerName(self.Name, role) {
+		own := e.Name == containerName(self.Name, role) || role == RoleUser && isAttemptName(containerName(self.Name, role), e.Name)
+		if role != RoleWaiter && !own {
 			continue
 		}
 		if role == RoleWaiter || !e.Ran {

@@ -310,11 +310,16 @@ func TestOneLeftovers(t *testing.T) {
 	eng.Add("act-waitdaemon-user", labels(RoleUser, "act", earlier), true)
 	eng.Add("act-waitdaemon-fallback", labels(RoleFallback, "act", earlier), false)
 	eng.Add("other-waitdaemon-user", labels(RoleUser, "other", earlier), true)
+	// Its re-runs' user containers: one that ran, one never started; a
+	// fallback has none, and one so named is not the run's.
+	eng.Add("act-waitdaemon-user-2", labels(RoleUser, "act", earlier), true)
+	eng.Add("act-waitdaemon-user-3", labels(RoleUser, "act", earlier), false)
+	eng.Add("act-waitdaemon-fallback-2", labels(RoleFallback, "act", earlier), false)
 	out, _, err := phaseOne(t, eng, "IMAGE=reboot:1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"act-waitdaemon-user", "act-waitdaemon-user-e00000000000", "act-waitdaemon-waiter", "other-waitdaemon-user"}
+	want := []string{"act-waitdaemon-fallback-2", "act-waitdaemon-user", "act-waitdaemon-user-2-e00000000000", "act-waitdaemon-user-e00000000000", "act-waitdaemon-waiter", "other-waitdaemon-user"}
 	if got := eng.Names(); !slices.Equal(got, want) {
 		t.Errorf("containers (-want +got):\n-%q\n+%q", want, got)
 	}

@@ -67,13 +67,13 @@ func TestTwoDownWithin(t *testing.T) {
 			starts = append(starts, c)
 		}
 	}
-	if want := []string{"Start act-waitdaemon-user", "Start act-waitdaemon-user", "Start act-waitdaemon-fallback"}; !slices.Equal(starts, want) {
+	if want := []string{"Start act-waitdaemon-user", "Start act-waitdaemon-user-2", "Start act-waitdaemon-fallback"}; !slices.Equal(starts, want) {
 		t.Errorf("starts %q, want %q", starts, want)
 	}
 	if !strings.Contains(out.String(), `"msg":"waiting for the machine to go down"`) {
 		t.Errorf("no line says the waiter waits for the machine to go down:\n%s", out.String())
 	}
-	if want := []string{"act-waitdaemon-fallback", "act-waitdaemon-user", "act-waitdaemon-waiter"}; !slices.Equal(eng.Names(), want) {
+	if want := []string{"act-waitdaemon-fallback", "act-waitdaemon-user", "act-waitdaemon-user-2", "act-waitdaemon-waiter"}; !slices.Equal(eng.Names(), want) {
 		t.Errorf("left %q, want %q", eng.Names(), want)
 	}
 
@@ -100,7 +100,7 @@ func TestTwoDownWithin(t *testing.T) {
 		if strings.Contains(out.String(), `"msg":"result"`) {
 			t.Errorf("a result after the signal:\n%s", out.String())
 		}
-		if n := len(eng.Calls()); eng.Calls()[n-1] != "Follow act-waitdaemon-user" {
+		if n := len(eng.Calls()); eng.Calls()[n-1] != "Follow act-waitdaemon-user-2" {
 			t.Errorf("calls after the last run: %q", eng.Calls())
 		}
 		// The file still says the second attempt started and did not
@@ -220,7 +220,7 @@ func TestTwoProvisional(t *testing.T) {
 		if !slices.Equal(codes, ended) {
 			t.Errorf("%s: ended attempts' codes %v, want %v", name, codes, ended)
 		}
-		runningUser := len(r.Attempts) == len(ended)+1 && !r.Attempts[len(ended)].Ended && r.Attempts[len(ended)].Container == "act-waitdaemon-user" &&
+		runningUser := len(r.Attempts) == len(ended)+1 && !r.Attempts[len(ended)].Ended && r.Attempts[len(ended)].Container == attemptName("act-waitdaemon-user", len(ended)+1) &&
 			r.Attempts[len(ended)].Attempt == len(ended)+1 && r.Attempts[len(ended)].ExitCode == -1
 		runningFallback := r.Fallback != nil && !r.Fallback.Ended && r.Fallback.Container == "act-waitdaemon-fallback" && r.Fallback.ExitCode == -1
 		if fallback && (!runningFallback || len(r.Attempts) != len(ended)) || !fallback && (!runningUser || r.Fallback != nil) {
@@ -228,7 +228,7 @@ func TestTwoProvisional(t *testing.T) {
 			t.Errorf("%s: %s; want the run starting as started and not ended", name, data)
 		}
 	}
-	user, fb := eng.before["act-waitdaemon-user"], eng.before["act-waitdaemon-fallback"]
+	user, fb := append(eng.before["act-waitdaemon-user"], eng.before["act-waitdaemon-user-2"]...), eng.before["act-waitdaemon-fallback"]
 	if len(user) != 2 || len(fb) != 1 {
 		t.Fatalf("starts: user %d, fallback %d; want 2 and 1", len(user), len(fb))
 	}

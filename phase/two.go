@@ -125,24 +125,19 @@ func (w *waiter) answer(ctx context.Context, msg string, details any) {
 	}
 }
 
-// runUser runs the user container, and again while it fails, up to
-// Retries times, then the fallback once if it still failed. Its error is
-// ctx's when ctx ended while a run was followed: that run goes on. A
-// ctx that ends in the pause before a re-run stops the re-runs: the
-// result says so, and the fallback still starts.
+// runUser runs the user container, and again (afresh: attempt) while it
+// fails, up to Retries times, then the fallback once if it still failed.
+// Its error is ctx's when ctx ended while a run was followed: that run
+// goes on. A ctx that ends in the pause before a re-run stops the
+// re-runs: the result says so, and the fallback still starts.
 func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) {
-	res, since := result{}, ""
+	var res result
 	for n := 1; ; n++ {
 		if n > 1 && !engine.Sleep(ctx, retryDelay(n)) {
 			res.Stopped = w.stopBeforeRerun(n)
 			break
 		}
-		what := "starting the user container (kept for inspection)"
-		if n > 1 {
-			what = "re-running the user container"
-		}
-		w.provisional(res, attempt{Attempt: n, Container: w.UserContainer})
-		a, err := w.run(ctx, w.UserContainer, what, since, w.onFirstStart(n, exit))
+		a, err := w.attempt(ctx, n, res, exit)
 		if err != nil {
 			return res, err
 		}
@@ -155,9 +150,6 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 		if !a.failed() || n > w.Retries {
 			break
 		}
-		if a.FinishedAt != "" {
-			since = a.FinishedAt // a re-run's output follows the end of the last run that ran
-		}
 	}
 	last := res.Attempts[len(res.Attempts)-1]
 	res.ExitCode, res.Image, res.Command, res.Note = last.ExitCode, last.Image, last.Command, last.Note
@@ -165,6 +157,32 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 		return w.runFallback(ctx, res)
 	}
 	return res, nil
+}
+
+// notMadeExitCode is the exit code of a re-run whose container could not
+// be made: the engine's failure, as docker run gives it, whatever the
+// engine said.
+const notMadeExitCode = 125
+
+// attempt writes the result so far, res, and runs attempt n: the first
+// in the user container phase 1 made, each re-run in a fresh container
+// made from it (not a restart of one a run has changed), which starts
+// from the image as the first did. The make, like a start, is not cut
+// short by a signal: the engine may make it all the same.
+func (w *waiter) attempt(ctx context.Context, n int, res result, exit engine.Exit) (attempt, error) {
+	if n == 1 {
+		w.provisional(res, attempt{Attempt: n, Container: w.UserContainer})
+		return w.run(ctx, w.UserContainer, "starting the user container (kept for inspection)", w.onFirstStart(n, exit))
+	}
+	container := attemptName(w.UserContainer, n)
+	_, err := w.eng.Again(context.WithoutCancel(ctx), w.UserContainer, container)
+	w.provisional(res, attempt{Attempt: n, Container: container})
+	if err != nil {
+		a := w.refused(container, "making the re-run's container", err)
+		a.ExitCode = notMadeExitCode
+		return a, nil
+	}
+	return w.run(ctx, container, "re-running the user container", nil)
 }
 
 // onFirstStart logs, for run n if it is the first, when its start went
@@ -181,8 +199,8 @@ func (w *waiter) onFirstStart(n int, exit engine.Exit) func(sent time.Time) {
 }
 
 // sameAsBefore is run n, which, if it never ran or its end was never
-// told, has the image and command of the run before: the same
-// container's.
+// told, has the image and command of the run before: its container was
+// made as the one before was.
 func sameAsBefore(a attempt, n int, before []attempt) attempt {
 	a.Attempt = n
 	if a.Command == nil && len(before) > 0 {
@@ -211,7 +229,7 @@ func (w *waiter) runFallback(ctx context.Context, res result) (result, error) {
 		res.Fallback = &fb
 		return res, nil
 	}
-	fb, err := w.run(ctx, w.FallbackContainer, "starting the fallback", "", nil)
+	fb, err := w.run(ctx, w.FallbackContainer, "starting the fallback", nil)
 	if err != nil {
 		return res, err
 	}
@@ -232,7 +250,7 @@ func retryDelay(n int) time.Duration { return min(retryBase<<(n-2), retryCap) }
 // the first run, the re-runs and the fallback. started, when set, hears
 // when the start was sent. A start that fails is a failed run: the
 // engine's word is its tail, and its exit code a shell's.
-func (w *waiter) run(ctx context.Context, container, what, since string, started func(time.Time)) (attempt, error) {
+func (w *waiter) run(ctx context.Context, container, what string, started func(time.Time)) (attempt, error) {
 	sent := time.Now()
 	if err := w.eng.Start(context.WithoutCancel(ctx), container); err != nil {
 		return w.refused(container, what, err), nil
@@ -240,7 +258,7 @@ func (w *waiter) run(ctx context.Context, container, what, since string, started
 	if started != nil {
 		started(sent)
 	}
-	r, err := w.follow(ctx, container, sent, since)
+	r, err := w.follow(ctx, container, sent)
 	if err != nil {
 		return attempt{}, err
 	}
@@ -278,10 +296,10 @@ const followPause = time.Second
 // one that still fails followLost after the first failure is counted as
 // a failed run, with unfollowedExitCode and a note saying why. Its error
 // is ctx's alone.
-func (w *waiter) follow(ctx context.Context, container string, sent time.Time, since string) (engine.Run, error) {
+func (w *waiter) follow(ctx context.Context, container string, sent time.Time) (engine.Run, error) {
 	var lost time.Time
 	for {
-		r, err := w.eng.Follow(ctx, container, sent, w.LogTail, since)
+		r, err := w.eng.Follow(ctx, container, sent, w.LogTail, "")
 		switch {
 		case ctx.Err() != nil:
 			return r, ctx.Err()
@@ -308,15 +326,16 @@ func (w *waiter) follow(ctx context.Context, container string, sent time.Time, s
 
 // finish logs the result, writes the result file, and removes the
 // containers that succeeded or never ran; a failed one is kept, named and
-// labelled, for its logs.
+// labelled, for its logs. The user containers of all attempts go
+// together: removed when the last succeeded, else kept.
 func (w *waiter) finish(ctx context.Context, res result) error {
 	var remove []string
 	kept := res.ExitCode != 0 || res.Note != ""
-	if !kept {
-		remove = append(remove, w.UserContainer)
-	}
 	for i := range res.Attempts {
 		res.Attempts[i].Kept = kept
+		if !kept {
+			remove = append(remove, res.Attempts[i].Container)
+		}
 	}
 	if w.FallbackContainer != "" {
 		fbKept := res.Fallback != nil && res.Fallback.failed()

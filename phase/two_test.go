@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/fake"
 	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
@@ -36,6 +37,16 @@ func waiterFake(fallback bool) *fake.Engine {
 		eng.Add("act-waitdaemon-fallback", labels(RoleFallback, "act", actionID), false)
 	}
 	return eng
+}
+
+// onEachAttempt makes call (a method) on the user container of each of n
+// attempts fail with err.
+func onEachAttempt(call string, n int, err error) map[string]error {
+	m := map[string]error{}
+	for i := 1; i <= n; i++ {
+		m[call+" "+attemptName("act-waitdaemon-user", i)] = err
+	}
+	return m
 }
 
 func waiterArgs(retries int, fallback bool) WaiterArgs {
@@ -76,10 +87,10 @@ func TestTwo(t *testing.T) {
 		{name: "success", wantAttempts: []int{0}},
 		{name: "failure is kept", exits: map[string][]int{"act-waitdaemon-user": {3}}, wantAttempts: []int{3}, wantExit: 3, wantLeft: []string{"act-waitdaemon-user"}},
 		{name: "a retry succeeds", exits: map[string][]int{"act-waitdaemon-user": {1, 1, 0}}, retries: 3, wantAttempts: []int{1, 1, 0}},
-		{name: "retries spent", exits: map[string][]int{"act-waitdaemon-user": {1}}, retries: 2, wantAttempts: []int{1, 1, 1}, wantExit: 1, wantLeft: []string{"act-waitdaemon-user"}},
+		{name: "retries spent", exits: map[string][]int{"act-waitdaemon-user": {1}}, retries: 2, wantAttempts: []int{1, 1, 1}, wantExit: 1, wantLeft: []string{"act-waitdaemon-user", "act-waitdaemon-user-2", "act-waitdaemon-user-3"}},
 		{
 			name: "the fallback runs after the retries", exits: map[string][]int{"act-waitdaemon-user": {2}}, retries: 1, fallback: true,
-			wantAttempts: []int{2, 2}, wantFallback: new(int), wantExit: 2, wantLeft: []string{"act-waitdaemon-user"},
+			wantAttempts: []int{2, 2}, wantFallback: new(int), wantExit: 2, wantLeft: []string{"act-waitdaemon-user", "act-waitdaemon-user-2"},
 		},
 		{
 			name: "a failed fallback is kept too", exits: map[string][]int{"act-waitdaemon-user": {2}, "act-waitdaemon-fallback": {9}}, fallback: true,
@@ -144,14 +155,19 @@ func TestTwo(t *testing.T) {
 			if got := eng.Names(); !slices.Equal(got, want) {
 				t.Errorf("left (-want +got):\n-%q\n+%q", want, got)
 			}
-			starts := 0
+			// Each attempt is a container of its own, started once.
+			var starts []string
 			for _, c := range eng.Calls() {
-				if c == "Start act-waitdaemon-user" {
-					starts++
+				if strings.HasPrefix(c, "Start act-waitdaemon-user") {
+					starts = append(starts, c)
 				}
 			}
-			if starts != len(tc.wantAttempts) {
-				t.Errorf("the user container was started %d times, want %d", starts, len(tc.wantAttempts))
+			var wantStarts []string
+			for n := range tc.wantAttempts {
+				wantStarts = append(wantStarts, "Start "+attemptName("act-waitdaemon-user", n+1))
+			}
+			if !slices.Equal(starts, wantStarts) {
+				t.Errorf("the user containers were started %q, want %q", starts, wantStarts)
 			}
 		})
 	}
@@ -391,7 +407,7 @@ func TestTwoStartFails(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			eng := waiterFake(tc.fallback)
-			eng.Fail = map[string]error{"Start act-waitdaemon-user": tc.err}
+			eng.Fail = onEachAttempt("Start", tc.retries+1, tc.err)
 			args := waiterArgs(tc.retries, tc.fallback)
 			args.ResultFile = filepath.Join(t.TempDir(), "result.json")
 			args.UserImage = "reboot:1"
@@ -425,7 +441,7 @@ func TestTwoStartFails(t *testing.T) {
 				var e struct{ Msg, Container, Doing, Error string }
 				if json.Unmarshal([]byte(l), &e) == nil && e.Msg == "could not start a container" {
 					doing = append(doing, e.Doing)
-					if e.Container != "act-waitdaemon-user" || e.Error != tc.err.Error() {
+					if e.Container != attemptName("act-waitdaemon-user", len(doing)) || e.Error != tc.err.Error() {
 						t.Errorf("logged %s", l)
 					}
 				}
@@ -436,16 +452,20 @@ func TestTwoStartFails(t *testing.T) {
 			if data, err := os.ReadFile(args.ResultFile); err != nil || !strings.Contains(string(data), `"exit_code": `+strconv.Itoa(tc.wantCode)) {
 				t.Errorf("result file: %s (%v)", data, err)
 			}
-			if got := eng.Names(); !slices.Contains(got, "act-waitdaemon-user") {
-				t.Errorf("left: %q; want the user container kept", got)
+			for n := 1; n <= tc.retries+1; n++ {
+				if got := eng.Names(); !slices.Contains(got, attemptName("act-waitdaemon-user", n)) {
+					t.Errorf("left: %q; want the user container of attempt %d kept", got, n)
+				}
 			}
-			// The next run of the action keeps it too: it was tried.
+			// The next run of the action keeps them too: they were tried.
 			var next bytes.Buffer
 			if err := clearLeftovers(context.Background(), eng, eng.Action, &next); err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Contains(eng.Names(), "act-waitdaemon-user-"+shortID(actionID)) {
-				t.Errorf("after the next run's clearing: %q; want the user container kept under a new name\n%s", eng.Names(), next.String())
+			for n := 1; n <= tc.retries+1; n++ {
+				if name := attemptName("act-waitdaemon-user", n) + "-" + shortID(actionID); !slices.Contains(eng.Names(), name) {
+					t.Errorf("after the next run's clearing: %q; want %s, kept under a new name\n%s", eng.Names(), name, next.String())
+				}
 			}
 		})
 	}
@@ -773,5 +793,85 @@ func TestWriteResultClosesWhatItOpens(t *testing.T) {
 	}
 	if after := open(); after != before {
 		t.Errorf("%d descriptors open before 20 results were written, %d after; want the same", before, after)
+	}
+}
+
+// TestTwoRetryFresh: each re-run starts from the image, as the first run
+// did, not from the file system an earlier run left: a command that makes
+// its mount point with mkdir(2) (tinkerbell/actions' kexec) fails the same
+// way on every run, rather than on the directory the run before made.
+func TestTwoRetryFresh(t *testing.T) {
+	eng := newFake()
+	eng.Add("act-waitdaemon-waiter", labels(RoleWaiter, "act", actionID), true)
+	user := engine.Spec{Name: "act-waitdaemon-user", Create: &fake.Planned{Want: &engine.Want{
+		Name: "act-waitdaemon-user", Labels: labels(RoleUser, "act", actionID), Command: fake.Mkdir("/mountAction", 3),
+	}}}
+	if _, err := eng.Create(t.Context(), user); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Two(t.Context(), eng, waiterArgs(2, false), Options{Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	res := lastResult(t, out.String())
+	var codes, containers []string
+	for _, a := range res.Attempts {
+		codes = append(codes, strconv.Itoa(a.ExitCode)+" "+a.LogTail[len(a.LogTail)-1])
+		containers = append(containers, a.Container)
+	}
+	want := []string{"3 exiting 3", "3 exiting 3", "3 exiting 3"}
+	if !slices.Equal(codes, want) {
+		t.Errorf("attempts exited %q, want %q: each run from the image, without the directory an earlier run made\n%s", codes, want, out.String())
+	}
+	wantContainers := []string{"act-waitdaemon-user", "act-waitdaemon-user-2", "act-waitdaemon-user-3"}
+	if !slices.Equal(containers, wantContainers) {
+		t.Errorf("attempts ran in %q, want %q", containers, wantContainers)
+	}
+}
+
+// TestTwoRetryNotMade: a re-run whose container cannot be made is a
+// failed attempt, exit 125 whatever the engine said, with the engine's
+// word as its tail; the next re-run and the fallback follow.
+func TestTwoRetryNotMade(t *testing.T) {
+	eng := waiterFake(true)
+	eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
+	eng.Fail = map[string]error{"Again act-waitdaemon-user-2": errors.New("creating: open /x: no such file or directory")}
+	var out bytes.Buffer
+	if err := Two(t.Context(), eng, waiterArgs(2, true), Options{Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	res := lastResult(t, out.String())
+	var got []string
+	for _, a := range res.Attempts {
+		got = append(got, fmt.Sprintf("%s %d %q", a.Container, a.ExitCode, a.LogTail))
+	}
+	want := []string{
+		`act-waitdaemon-user 1 ["act-waitdaemon-user run 1 line 1" "act-waitdaemon-user run 1 line 2"]`,
+		`act-waitdaemon-user-2 125 ["could not start: creating: open /x: no such file or directory"]`,
+		`act-waitdaemon-user-3 1 ["act-waitdaemon-user run 2 line 1" "act-waitdaemon-user run 2 line 2"]`,
+	}
+	if diff := linediff.Lines(want, got); diff != "" || res.Fallback == nil || res.Fallback.ExitCode != 0 {
+		t.Errorf("attempts (-want +got):\n%s\nfallback %+v; want it run", diff, res.Fallback)
+	}
+}
+
+// TestAttemptName: attempt 1 runs in the user container phase 1 made,
+// each re-run in user-N, for every N WAITDAEMON_RETRIES allows; no other
+// name, and no kept container's (user-<12 hex digits>), is a re-run's.
+func TestAttemptName(t *testing.T) {
+	const user = "act-waitdaemon-user"
+	if got := attemptName(user, 1); got != user {
+		t.Errorf("attemptName(1) = %q, want %q", got, user)
+	}
+	for n := 2; n <= MaxRetries+1; n++ {
+		name := attemptName(user, n)
+		if name != user+"-"+strconv.Itoa(n) || !isAttemptName(user, name) {
+			t.Errorf("attemptName(%d) = %q, a re-run's: %v; want %s-%d, a re-run's", n, name, isAttemptName(user, name), user, n)
+		}
+	}
+	for _, name := range []string{user, user + "-1", user + "-0", user + "-" + strconv.Itoa(MaxRetries+2), user + "-012345678901", "other-waitdaemon-user-2", user + "-2-0123456789ab"} {
+		if isAttemptName(user, name) {
+			t.Errorf("isAttemptName(%q) = true, want false", name)
+		}
 	}
 }

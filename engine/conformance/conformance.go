@@ -39,6 +39,10 @@ type Row interface {
 	// code, with last among the last two lines of its output; with code
 	// Forever, one that runs until it is removed.
 	Program(code int) (command []string, last string)
+	// Mkdir is the command, for Images.Run, of a container that makes
+	// directory dir with mkdir(2) and exits code; with dir there
+	// already, it exits MkdirExists.
+	Mkdir(dir string, code int) []string
 	// Lose makes the next call of method on the container named name do
 	// its work and lose its answer (an error), and reports whether it
 	// can; the suite calls the method a second time either way.
@@ -47,6 +51,10 @@ type Row interface {
 
 // Forever is Program's code of a container that runs until removed.
 const Forever = -1
+
+// MkdirExists is the exit code of Mkdir's command when its directory is
+// there already.
+const MkdirExists = 7
 
 // Images are images on the row's engine, or not.
 type Images struct {
@@ -71,6 +79,7 @@ func Run(t *testing.T, row Row) {
 	}{
 		{"CreateStartFollowRemove", (*suite).createStartFollowRemove},
 		{"ReRun", (*suite).reRun},
+		{"Again", (*suite).again},
 		{"Keep", (*suite).keep},
 		{"ListByLabels", (*suite).listByLabels},
 		{"RunsUntilRemoved", (*suite).runsUntilRemoved},
@@ -252,6 +261,47 @@ func (s *suite) reRun() {
 		s.t.Errorf("the re-run started at %s, before the first run (%s)", second.StartedAt, first.StartedAt)
 	}
 	s.only(id)
+}
+
+// again: Again makes, from a container that ran and changed its file
+// system, a fresh container, not started, with its labels, that runs its
+// command from its image: it does not see what the first's run left. A
+// call made again, as after a lost answer, adopts the container made.
+func (s *suite) again() {
+	self := s.row.Action(s.t)
+	spec := s.plan(self, "user", s.row.Images(s.t).Run, s.row.Mkdir("/made-by-a-run", 3))
+	first, err := s.eng.Create(s.ctx, spec)
+	if err != nil {
+		s.t.Fatalf("Create: %v", err)
+	}
+	if r := s.run(first, ""); r.ExitCode != 3 {
+		s.t.Fatalf("the first run exited %d, want 3", r.ExitCode)
+	}
+	name := s.name("user-2")
+	lost := s.row.Lose("Again", name)
+	made, err := s.eng.Again(s.ctx, spec.Name, name)
+	if lost != (err != nil) {
+		s.t.Fatalf("Again: %q, %v; want an error if and only if its answer was lost (%v)", made, err, lost)
+	}
+	id, err := s.eng.Again(s.ctx, spec.Name, name)
+	if err != nil {
+		s.t.Fatalf("Again again: %v; want it to adopt its container", err)
+	}
+	if !lost && id != made {
+		s.t.Errorf("Again again returned %s; want the first call's, %s", short(id), short(made))
+	}
+	list := s.list()
+	if len(list) != 2 {
+		s.t.Fatalf("List: %s; want the first container and the one Again made", describe(list))
+	}
+	for _, c := range list {
+		if c.ID == id && (c.Name != name || c.Ran || c.Running || c.Labels[Label] != s.value || c.Labels[Label+".role"] != "user") {
+			s.t.Errorf("List: %+v; want it named %s, labelled as the first, never ran", c, name)
+		}
+	}
+	if r := s.run(id, ""); r.ExitCode != 3 {
+		s.t.Errorf("the run of the container Again made exited %d, want 3 as the first (%d: it found what the first's run made)\n%q", r.ExitCode, MkdirExists, r.Output)
+	}
 }
 
 // keep: Keep keeps a container that ran under the name it returns, out

@@ -46,6 +46,8 @@ func (r *fakeRow) Program(code int) ([]string, string) {
 	return fake.Exit(code), "exiting " + itoa(code)
 }
 
+func (r *fakeRow) Mkdir(dir string, code int) []string { return fake.Mkdir(dir, code) }
+
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func (r *fakeRow) Lose(method, name string) bool {

@@ -257,23 +257,60 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 			return "", fmt.Errorf("creating container %s: %w", spec.Name, err)
 		}
 	}
+	return e.create(ctx, spec.Name, p, img.ChainID)
+}
+
+// create creates container name as p plans it, its snapshot on parent,
+// and its task, not started.
+func (e *Engine) create(ctx context.Context, name string, p *planned, parent string) (string, error) {
 	specJSON, err := json.Marshal(p.Spec)
 	if err != nil {
-		return "", fmt.Errorf("creating container %s: %w", spec.Name, err)
+		return "", fmt.Errorf("creating container %s: %w", name, err)
 	}
-	mounts, err := e.createContainer(ctx, p, specJSON, img.ChainID)
+	mounts, err := e.createContainer(ctx, p, specJSON, parent)
 	if err != nil {
-		return "", fmt.Errorf("creating container %s: %w", spec.Name, err)
+		return "", fmt.Errorf("creating container %s: %w", name, err)
 	}
 	_, err = e.C.TaskCreate(ctx, p.ID, containerdapi.TaskSpec{Rootfs: mounts, Stdout: p.Output, Stderr: p.Output})
 	if err != nil && !errors.Is(err, containerdapi.ErrAlreadyExists) {
 		if rerr := e.Remove(context.WithoutCancel(ctx), p.ID); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
-		return "", fmt.Errorf("creating container %s: %w", spec.Name, missingBind(err, p.Spec))
+		return "", fmt.Errorf("creating container %s: %w", name, missingBind(err, p.Spec))
 	}
-	e.remember(spec.Name, p.ID)
+	e.remember(name, p.ID)
 	return p.ID, nil
+}
+
+// Again creates container name as first was created: first's spec, but
+// for its own ID, first's runtime, image and labels, on a fresh snapshot
+// of the image snapshot first's was prepared on, and its task, not
+// started. Its ID is name with first's suffix, so that a call made again
+// (after a lost answer) adopts what an earlier one made, as Create does.
+func (e *Engine) Again(ctx context.Context, first, name string) (string, error) {
+	ctr, err := e.find(ctx, first)
+	if err != nil {
+		return "", fmt.Errorf("making %s like %s: %w", name, first, err)
+	}
+	snapshotter := cmp.Or(ctr.Snapshotter, containerdapi.DefaultSnapshotter)
+	snap, err := e.C.SnapshotStat(ctx, snapshotter, ctr.SnapshotKey)
+	if err != nil {
+		return "", fmt.Errorf("making %s like %s: its snapshot: %w", name, first, err)
+	}
+	var spec ocispec.Spec
+	if err := json.Unmarshal(ctr.Spec.Value, &spec); err != nil {
+		return "", fmt.Errorf("making %s like %s: its spec: %w", name, first, err)
+	}
+	id := IDFor(name, ctr.ID[strings.LastIndexByte(ctr.ID, '-')+1:])
+	spec = ocispec.Again(spec, e.namespace(), ctr.ID, id)
+	labels := withName(ctr.Labels, name)
+	delete(labels, LabelStarted)
+	delete(labels, LabelSaid)
+	p := &planned{
+		ID: id, Image: ctr.Image, Labels: labels, Runtime: ctr.Runtime.Name,
+		Snapshotter: snapshotter, SnapshotKey: id, Output: "file://" + e.logFile(id), Spec: &spec,
+	}
+	return e.create(ctx, name, p, snap.Parent)
 }
 
 // missingBind is a task create that failed on a bind whose source the
@@ -339,8 +376,8 @@ func (e *Engine) createContainer(ctx context.Context, p *planned, specJSON []byt
 // before its start reaches it.
 const startTries = 3
 
-// Start starts the container's task. A task that ran before (the
-// waiter's re-runs) is deleted and made anew, on the same snapshot and
+// Start starts the container's task. A task that ran before (a
+// container started again) is deleted and made anew, on the same snapshot and
 // output file; one already running counts as started. A task create or
 // start whose answer was lost is settled by the client, which asks
 // Tasks/Get (see containerdapi's TaskCreate and TaskStart): a task that

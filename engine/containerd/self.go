@@ -214,6 +214,7 @@ func toSelf(ctr containerdapi.Container, foundBy string) (engine.Self, error) {
 	return engine.Self{
 		ID: ctr.ID, Name: cmp.Or(ctr.Labels[labelNerdctlName], ctr.Labels[LabelName], ctr.ID), FoundBy: foundBy,
 		Env: env, Detail: &self{ctr: ctr, spec: spec},
+		HostPID: ocispec.HostPID(spec), CanBoot: ocispec.CanBoot(spec),
 	}, nil
 }
 

@@ -227,6 +227,7 @@ func toSelf(ctr dockerapi.Container, foundBy string) engine.Self {
 	return engine.Self{
 		ID: ctr.ID, Name: strings.TrimPrefix(ctr.Name, "/"), FoundBy: foundBy,
 		Env: ctr.Config.Env, Detail: &self{ctr: ctr},
+		HostPID: hostconfig.HostPID(ctr.HostConfig), CanBoot: hostconfig.CanBoot(ctr.HostConfig),
 	}
 }
 
@@ -382,6 +383,31 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 		}
 	}
 	return created.ID, nil
+}
+
+// Again creates container name as first was created: planned from first,
+// as inspected, for first's image, by the rules that planned first from
+// the action, which carry what first was given and nothing of what its
+// runs did. Called again, Create adopts it.
+func (e *Engine) Again(ctx context.Context, first, name string) (string, error) {
+	ctr, err := e.C.ContainerInspect(ctx, first)
+	if err != nil {
+		return "", fmt.Errorf("making %s like %s: %w", name, first, err)
+	}
+	img, err := e.C.ImageInspect(ctx, ctr.Image)
+	if err != nil {
+		return "", fmt.Errorf("making %s like %s: reading its image: %w", name, first, err)
+	}
+	version, err := e.C.APIVersion(ctx)
+	if err != nil {
+		return "", err
+	}
+	var cfg dockerapi.Config
+	if img.Config != nil {
+		cfg = *img.Config
+	}
+	out := hostconfig.Plan(hostconfig.Input{Container: ctr, Image: cfg, UserImage: ctr.Config.Image, APIVersion: version})
+	return e.Create(ctx, engine.Spec{Name: name, Create: &planned{CreateRequest: out.Create, connect: out.Connect}})
 }
 
 // hasLabels reports whether have holds every label of want.

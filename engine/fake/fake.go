@@ -1,7 +1,8 @@
 // Package fake is an engine (package engine) held in memory, for unit
 // tests of the phases: it keeps containers in a map, records every call
 // in order, fails the calls a test asks it to, and runs each container to
-// the exit codes the test scripts, or its command says (Exit, Sleep). It
+// the exit codes the test scripts, or its command says (Exit, Sleep,
+// Mkdir), in a file system of its own that its runs keep. It
 // needs no engine, and has no clock of its own but the action's exit
 // time. It keeps the contract's promises as the real engines do
 // (engine/conformance holds it to them).
@@ -31,6 +32,8 @@ type Engine struct {
 	Images map[string]bool
 	// Exits scripts the runs of a container, by name: the exit code of
 	// each start in turn; the last repeats. A container with none exits 0.
+	// The containers Again makes from it count as it: their runs go on
+	// its list, and take its name in what Follow says.
 	Exits map[string][]int
 	// Says is what a container's output holds, by name, for Output.
 	Says map[string][]string
@@ -72,6 +75,7 @@ type Engine struct {
 	pulls      []Pull
 	sinces     map[string][]string
 	next       int
+	runs       map[string]int // by line: the starts of its containers
 }
 
 // Pull is one pull that was asked for.
@@ -91,6 +95,15 @@ type container struct {
 	starts   int
 	tried    bool // a start was asked for, whether or not it started
 	running  bool
+	// line is the name of the container Again first made another of (its
+	// own if none): the one Exits scripts.
+	line string
+	// run is its line's run its last start began (from 1), and code and
+	// said that run's exit code and last line of output ("" for none).
+	run   int
+	code  int
+	said  string
+	files map[string]bool // the directories its runs made
 }
 
 // Planned is the create request the fake plans: what the phases asked.
@@ -107,6 +120,16 @@ func Exit(code int) []string { return []string{"fake-exit", strconv.Itoa(code)} 
 // Follow and ActionExited wait for it until their ctx ends.
 func Sleep() []string { return []string{"fake-sleep"} }
 
+// Mkdir is the command of a container that makes directory dir in its
+// file system and exits code, or, if dir is there already, says so and
+// exits 7, as a command that makes its mount point with mkdir(2).
+func Mkdir(dir string, code int) []string {
+	return []string{"fake-mkdir", dir, strconv.Itoa(code)}
+}
+
+// mkdirExitExists is the exit code of a Mkdir whose directory is there.
+const mkdirExitExists = 7
+
 // sleeps reports whether c runs until removed.
 func (c *container) sleeps() bool { return len(c.command) == 1 && c.command[0] == "fake-sleep" }
 
@@ -117,7 +140,42 @@ func (c *container) exitCode() (int, bool) {
 		code, err := strconv.Atoi(c.command[1])
 		return code, err == nil
 	}
+	if len(c.command) == 3 && c.command[0] == "fake-mkdir" {
+		code, err := strconv.Atoi(c.command[2])
+		return code, err == nil
+	}
 	return 0, false
+}
+
+// begin starts a run of c: its line's next, its exit code by the script,
+// else by its command, which a Mkdir carries out in c's file system; mu
+// is held.
+func (e *Engine) begin(c *container) {
+	if e.runs == nil {
+		e.runs = map[string]int{}
+	}
+	c.starts++
+	e.runs[c.line]++
+	c.run = e.runs[c.line]
+	code, says := c.exitCode()
+	c.said = ""
+	if says {
+		c.said = fmt.Sprintf("exiting %d", code)
+	}
+	if c.command != nil && c.command[0] == "fake-mkdir" {
+		if dir := c.command[1]; c.files[dir] {
+			code, c.said = mkdirExitExists, fmt.Sprintf("mkdir %s: file exists", dir)
+		} else {
+			if c.files == nil {
+				c.files = map[string]bool{}
+			}
+			c.files[dir] = true
+		}
+	}
+	if codes := e.Exits[c.line]; len(codes) > 0 {
+		code, c.said = codes[min(c.run, len(codes))-1], ""
+	}
+	c.code = code
 }
 
 // Calls returns the calls so far, in order, each as "Method subject".
@@ -159,7 +217,7 @@ func (e *Engine) Add(name string, labels map[string]string, ran bool) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	id := e.newID()
-	c := &container{id: id, name: name, labels: labels}
+	c := &container{id: id, name: name, labels: labels, line: name}
 	if ran {
 		c.starts = 1
 	}
@@ -383,7 +441,7 @@ func (e *Engine) Create(_ context.Context, spec engine.Spec) (string, error) {
 	}
 	p := spec.Create.(*Planned)
 	labels := map[string]string{}
-	c := &container{name: spec.Name, create: spec.Create}
+	c := &container{name: spec.Name, create: spec.Create, line: spec.Name}
 	if p.Want != nil {
 		labels = p.Want.Labels
 		c.image, c.command = p.Want.Image.String(), p.Want.Command
@@ -415,6 +473,40 @@ func (e *Engine) Create(_ context.Context, spec engine.Spec) (string, error) {
 	return id, nil
 }
 
+// Again makes a fresh container from first's create, image and command,
+// with first's labels and an empty file system, of first's line.
+func (e *Engine) Again(_ context.Context, first, name string) (string, error) {
+	err, do := e.call("Again", name)
+	if !do {
+		return "", err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f := e.find(first)
+	if f == nil {
+		return "", fmt.Errorf("making %s from %s: no such container", name, first)
+	}
+	if there := e.find(name); there != nil {
+		// Called again, as after a lost answer: its own container.
+		if there.line != f.line || there.create != f.create || !maps.Equal(there.labels, f.labels) {
+			return "", fmt.Errorf("creating %s: the name is taken", name)
+		}
+		if err != nil {
+			return "", err
+		}
+		return there.id, nil
+	}
+	c := &container{
+		id: e.newID(), name: name, labels: maps.Clone(f.labels), create: f.create,
+		image: f.image, command: f.command, line: f.line,
+	}
+	e.containers[c.id] = c
+	if err != nil {
+		return "", err
+	}
+	return c.id, nil
+}
+
 func (e *Engine) Start(_ context.Context, id string) error {
 	err, do := e.call("Start", e.nameOf(id))
 	e.mu.Lock()
@@ -428,7 +520,7 @@ func (e *Engine) Start(_ context.Context, id string) error {
 		return fmt.Errorf("starting %s: exec: \"/no-such-binary\": stat /no-such-binary: no such file or directory", c.name)
 	}
 	if do {
-		c.starts++
+		e.begin(c)
 		c.running = true
 		if _, ok := c.exitCode(); ok {
 			c.running = false // it ran, and has exited
@@ -488,8 +580,8 @@ func (e *Engine) exited(ctx context.Context, id string) (engine.Exit, error) {
 	if c != nil {
 		code, _ = c.exitCode()
 		waits = c.sleeps() || c.starts == 0
-		if codes := e.Exits[c.name]; len(codes) > 0 && c.starts > 0 {
-			code = codes[min(c.starts, len(codes))-1]
+		if c.starts > 0 {
+			code = c.code
 		}
 	}
 	e.mu.Unlock()
@@ -526,18 +618,13 @@ func (e *Engine) Follow(ctx context.Context, id string, sent time.Time, tail int
 		e.sinces = map[string][]string{}
 	}
 	e.sinces[name] = append(e.sinces[name], since)
-	codes := e.Exits[name]
-	code, says := c.exitCode()
-	if len(codes) > 0 {
-		code, says = codes[min(c.starts, len(codes))-1], false
-	}
 	run := engine.Run{
-		ExitCode: code, Image: "image-of-" + name, Command: []string{"run", name},
+		ExitCode: c.code, Image: "image-of-" + c.line, Command: []string{"run", c.line},
 		StartedAt: sent.UTC().Format(time.RFC3339Nano), FinishedAt: sent.Add(time.Millisecond).UTC().Format(time.RFC3339Nano),
 	}
-	lines := []string{fmt.Sprintf("%s run %d line 1", name, c.starts), fmt.Sprintf("%s run %d line 2", name, c.starts)}
-	if says {
-		lines[1] = fmt.Sprintf("exiting %d", code)
+	lines := []string{fmt.Sprintf("%s run %d line 1", c.line, c.run), fmt.Sprintf("%s run %d line 2", c.line, c.run)}
+	if c.said != "" {
+		lines[1] = c.said
 	}
 	run.Output = append(run.Output, lines[2-min(tail, 2):]...)
 	return run, nil

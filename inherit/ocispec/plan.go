@@ -223,6 +223,22 @@ func Plan(in Input) (Spec, error) {
 	return s, nil
 }
 
+// Again is the spec of container id, another of the container first
+// whose spec s is, as Plan made it: the same, but for what Plan made of
+// first's ID, its cgroup and the hostname it was given. It does not
+// change s.
+func Again(s Spec, namespace, first, id string) Spec {
+	if s.Linux != nil && s.Linux.CgroupsPath == "/"+namespace+"/"+first {
+		l := *s.Linux
+		l.CgroupsPath = "/" + namespace + "/" + id
+		s.Linux = &l
+	}
+	if s.Hostname != "" && s.Hostname == first[:min(12, len(first))] {
+		s.Hostname = id[:min(12, len(id))]
+	}
+	return s
+}
+
 // HostNetwork reports whether a container with spec s shares the host's
 // network: its spec names no network namespace.
 func HostNetwork(s Spec) bool {

@@ -88,6 +88,7 @@ const (
 	NetworkNamespace = "network"
 	UTSNamespace     = "uts"
 	PIDNamespace     = "pid"
+	UserNamespace    = "user"
 )
 
 // Rest is the JSON members of an object that its Go type does not
@@ -267,4 +268,46 @@ func memberNames(t reflect.Type) []string {
 // of the fields named names: it matches names without regard to case.
 func declared(names []string, k string) bool {
 	return slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, k) })
+}
+
+// HostPID reports whether a container with spec s shares the host's pid
+// namespace: its spec names no pid namespace, or one at the path of PID
+// 1's. One without a path is a new namespace; one at another path is
+// some other container's.
+func HostPID(s Spec) bool {
+	if s.Linux == nil {
+		return true
+	}
+	for _, ns := range s.Linux.Namespaces {
+		if ns.Type == PIDNamespace {
+			return ns.Path == "/proc/1/ns/pid"
+		}
+	}
+	return true
+}
+
+// SysBoot is the capability reboot(2) needs.
+const SysBoot = "CAP_SYS_BOOT"
+
+// CanBoot reports whether the process of a container with spec s holds
+// CAP_SYS_BOOT: in its bounding set, and in its effective set, which the
+// runtime gives the process as the spec says. A process with no
+// capabilities member has none; nor does one in a user namespace of its
+// own, as reboot(2) asks for it in the user namespace that owns the
+// host's pid namespace, the host's.
+func CanBoot(s Spec) bool {
+	if s.Process == nil {
+		return false
+	}
+	if s.Linux != nil && slices.ContainsFunc(s.Linux.Namespaces, func(ns Namespace) bool {
+		return ns.Type == UserNamespace && ns.Path != "/proc/1/ns/user"
+	}) {
+		return false
+	}
+	var caps struct{ Bounding, Effective []string }
+	raw, ok := s.Process.Rest["capabilities"]
+	if !ok || json.Unmarshal(raw, &caps) != nil {
+		return false
+	}
+	return slices.Contains(caps.Bounding, SysBoot) && slices.Contains(caps.Effective, SysBoot)
 }

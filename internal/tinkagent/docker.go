@@ -20,7 +20,8 @@ type Docker struct {
 	Output io.Writer
 	// Unprivileged leaves out Privileged, which the agent always sets:
 	// for an engine that cannot start a privileged container (Docker
-	// 20.10 on the development machines).
+	// 20.10 on the development machines). The action gets CAP_SYS_BOOT
+	// alone instead, which a run that must take the machine down needs.
 	Unprivileged bool
 }
 
@@ -77,6 +78,9 @@ func (d *Docker) Create(ctx context.Context, a Action) (*DockerContainer, error)
 			// namespaces.pid and namespaces.network, each on its own.
 			PidMode: a.PID, NetworkMode: a.Network,
 		},
+	}
+	if d.Unprivileged {
+		req.HostConfig.CapAdd = []string{"SYS_BOOT"}
 	}
 	if a.Cmd != "" {
 		req.Config.Entrypoint = []string{a.Cmd}

@@ -19,7 +19,9 @@ func templateBlocks(t *testing.T, page string) []string {
 	}
 	var out []string
 	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(data), -1) {
-		if strings.HasPrefix(m[1], "- name:") {
+		// A template's first line may be a comment: the releases it
+		// works on.
+		if strings.HasPrefix(regexp.MustCompile(`^(#.*\n)*`).ReplaceAllString(m[1], ""), "- name:") {
 			out = append(out, m[1])
 		}
 	}

@@ -8,7 +8,9 @@
 // runs, counted in <dir>/<name>.count (--fail-times=0 only counts them);
 // --name=NAME is PROBE_NAME, for a container that shares another's
 // environment (a fallback); --sleep=N sleeps N seconds whatever
-// PROBE_SLEEP says.
+// PROBE_SLEEP says; --mkdir=DIR makes directory DIR with mkdir(2) before
+// anything else, as an action makes its mount point, and if it cannot
+// (it is there already) says so and exits 7.
 package main
 
 import (
@@ -37,6 +39,14 @@ type report struct {
 }
 
 func main() {
+	for _, arg := range os.Args[1:] {
+		if dir, ok := strings.CutPrefix(arg, "--mkdir="); ok {
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				fmt.Fprintln(os.Stderr, "probe:", err)
+				os.Exit(7)
+			}
+		}
+	}
 	r := report{Args: os.Args, Env: os.Environ(), UID: os.Getuid(), Started: time.Now().UTC(), Namespace: map[string]string{}}
 	r.Hostname, _ = os.Hostname()
 	r.GID = os.Getgid()

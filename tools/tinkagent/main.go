@@ -12,7 +12,8 @@
 // ("action timed out" when its timeout passed; exit_code -1 when the action
 // never ran). It exits 0 if the action succeeded, 1 if not, 2 on bad
 // input. -unprivileged, for Docker engines that cannot start a privileged
-// container, leaves out Privileged, which the agent always sets.
+// container, leaves out Privileged, which the agent always sets, and
+// gives the action CAP_SYS_BOOT alone.
 package main
 
 import (
@@ -48,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	socket := fs.String("socket", "", "the engine's unix socket")
 	namespace := fs.String("namespace", containerdapi.DefaultNamespace, "containerd's namespace")
 	file := fs.String("action", "", "a file holding one action of a template, in YAML")
-	unprivileged := fs.Bool("unprivileged", false, "docker: leave out Privileged, for an engine that cannot start a privileged container")
+	unprivileged := fs.Bool("unprivileged", false, "docker: leave out Privileged (CAP_SYS_BOOT alone instead), for an engine that cannot start a privileged container")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
