@@ -283,7 +283,7 @@ func (e *Engine) create(ctx context.Context, name string, p *planned, parent str
 }
 
 // Again creates container name as first was created: first's spec, but
-// for its own ID, first's runtime, image and labels, on a fresh snapshot
+// for its own ID, first's runtime (with its options), image and labels, on a fresh snapshot
 // of the image snapshot first's was prepared on, and its task, not
 // started. Its ID is name with first's suffix, so that a call made again
 // (after a lost answer) adopts what an earlier one made, as Create does.
@@ -307,7 +307,7 @@ func (e *Engine) Again(ctx context.Context, first, name string) (string, error) 
 	delete(labels, LabelStarted)
 	delete(labels, LabelSaid)
 	p := &planned{
-		ID: id, Image: ctr.Image, Labels: labels, Runtime: ctr.Runtime.Name,
+		ID: id, Image: ctr.Image, Labels: labels, Runtime: runtimeName(ctr), RuntimeOptions: runtimeOptions(ctr),
 		Snapshotter: snapshotter, SnapshotKey: id, Output: "file://" + e.logFile(id), Spec: &spec,
 	}
 	return e.create(ctx, name, p, snap.Parent)

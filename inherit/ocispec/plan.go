@@ -228,9 +228,9 @@ func Plan(in Input) (Spec, error) {
 // first's ID, its cgroup and the hostname it was given. It does not
 // change s.
 func Again(s Spec, namespace, first, id string) Spec {
-	if s.Linux != nil && s.Linux.CgroupsPath == "/"+namespace+"/"+first {
+	if s.Linux != nil && s.Linux.CgroupsPath == CgroupsPath(s.Linux.CgroupsPath, namespace, first) {
 		l := *s.Linux
-		l.CgroupsPath = "/" + namespace + "/" + id
+		l.CgroupsPath = CgroupsPath(s.Linux.CgroupsPath, namespace, id)
 		s.Linux = &l
 	}
 	if s.Hostname != "" && s.Hostname == first[:min(12, len(first))] {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -821,31 +822,40 @@ func FuzzPlan(f *testing.F) {
 }
 
 // TestAgain: the spec Again makes from a plan, for another ID, is the
-// plan for that ID, for every recorded case.
+// plan for that ID, for every recorded case, under either cgroup driver.
 func TestAgain(t *testing.T) {
 	for _, name := range caseNames(t) {
-		t.Run(name, func(t *testing.T) {
-			in := readCase(t, name).input(t)
-			in.ID = "tinkerbell_kexec-waitdaemon-user-0a1b2c3d"
-			first, err := Plan(in)
-			if err != nil {
-				t.Fatalf("Plan: %v", err)
-			}
-			firstJSON, _ := json.Marshal(first)
-			in.ID = "kexec-waitdaemon-user-2-0a1b2c3d"
-			want, err := Plan(in)
-			if err != nil {
-				t.Fatalf("Plan: %v", err)
-			}
-			got := Again(first, in.Namespace, "tinkerbell_kexec-waitdaemon-user-0a1b2c3d", in.ID)
-			wantJSON, _ := json.MarshalIndent(want, "", "  ")
-			gotJSON, _ := json.MarshalIndent(got, "", "  ")
-			if diff := linediff.Text(string(wantJSON), string(gotJSON)); diff != "" {
-				t.Errorf("Again (-the plan for its ID +got):\n%s", diff)
-			}
-			if again, _ := json.Marshal(first); !bytes.Equal(again, firstJSON) {
-				t.Errorf("Again changed the spec it was given")
-			}
-		})
+		for _, systemd := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, systemd's cgroup driver %v", name, systemd), func(t *testing.T) {
+				in := readCase(t, name).input(t)
+				if systemd {
+					in.Spec.Linux.CgroupsPath = "system.slice:tinkerbell:act"
+				}
+				testAgain(t, in)
+			})
+		}
+	}
+}
+
+func testAgain(t *testing.T, in Input) {
+	in.ID = "tinkerbell_kexec-waitdaemon-user-0a1b2c3d"
+	first, err := Plan(in)
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	firstJSON, _ := json.Marshal(first)
+	in.ID = "kexec-waitdaemon-user-2-0a1b2c3d"
+	want, err := Plan(in)
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	got := Again(first, in.Namespace, "tinkerbell_kexec-waitdaemon-user-0a1b2c3d", in.ID)
+	wantJSON, _ := json.MarshalIndent(want, "", "  ")
+	gotJSON, _ := json.MarshalIndent(got, "", "  ")
+	if diff := linediff.Text(string(wantJSON), string(gotJSON)); diff != "" {
+		t.Errorf("Again (-the plan for its ID +got):\n%s", diff)
+	}
+	if again, _ := json.Marshal(first); !bytes.Equal(again, firstJSON) {
+		t.Errorf("Again changed the spec it was given")
 	}
 }
