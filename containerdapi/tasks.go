@@ -208,12 +208,17 @@ var (
 // another create of the task still under way, or one cut off that
 // containerd is still undoing (containerd 2.2.1 answers Unknown, "mkdir
 // …: file exists", runc's "container with given ID already exists", or
-// a new shim's "getwd: no such file or directory" when the undoing
-// removes the bundle under it, for the seconds it takes; Tasks/Get finds
+// a new shim's "getwd: no such file or directory", or runc's "open
+// …/log.json: no such file or directory", when the undoing removes the
+// bundle under it, for the seconds it takes; Tasks/Get finds
 // no task meanwhile, or a task that then goes): the task is asked for
 // again, and created again, after a pause, until that create has ended
-// or been undone. Settling a failed
-// attempt takes one request's time at most, in all.
+// or been undone. A task found after a lost answer is taken only once
+// it is still there when asked again after a pause (a status UNKNOWN, a
+// busy shim's, is asked for again first): a cut create that containerd
+// undoes can show its task for a moment before it goes, and a task that
+// goes is created again. Settling a failed attempt takes one request's
+// time at most, in all.
 func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint32, error) {
 	req := &createTaskRequest{ContainerID: id, Rootfs: spec.Rootfs, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, Terminal: spec.Terminal}
 	// Once an attempt has failed, settling it (asking, waiting, creating
@@ -240,7 +245,7 @@ func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint
 		if !lost && !met || lostTries > socketclient.MaxRetries || ctx.Err() != nil {
 			return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
 		}
-		p, gerr := c.TaskGet(settle, id)
+		p, gerr := c.createdTask(settle, id)
 		if gerr == nil {
 			return p.Pid, nil
 		}
@@ -253,10 +258,42 @@ func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint
 	}
 }
 
+// createdTask is the task of container id once a create whose answer
+// was lost left it: asked for again while its status is UNKNOWN (see
+// knownTask), and taken only if it is there still after a pause of
+// 200 ms, which a cut create that containerd undoes does not outlast.
+func (c *Client) createdTask(ctx context.Context, id string) (Process, error) {
+	if _, err := c.knownTask(ctx, id); err != nil {
+		return Process{}, err
+	}
+	if err := socketclient.Pause(ctx, 2); err != nil {
+		return Process{}, err
+	}
+	return c.TaskGet(ctx, id)
+}
+
+// knownTask is the task of container id, asked for again, a few times,
+// after a pause each, while containerd says its status is UNKNOWN (the
+// shim's State missed its 2 s, as a busy shim's does): the status it
+// then has, or UNKNOWN still.
+func (c *Client) knownTask(ctx context.Context, id string) (Process, error) {
+	for ask := 0; ; ask++ {
+		p, err := c.TaskGet(ctx, id)
+		if err != nil || p.Status != TaskUnknown || ask == socketclient.MaxRetries {
+			return p, err
+		}
+		if err := socketclient.Pause(ctx, ask); err != nil {
+			return p, err
+		}
+	}
+}
+
 // bundleExists is a task create that met the bundle directory, or the
 // runc container, of another create of the same task, still under way
 // or being undone; or whose new shim lost its working directory, the
-// bundle, to that undoing ("getwd: no such file or directory").
+// bundle, to that undoing ("getwd: no such file or directory"), or whose
+// runc lost its log file in the bundle ("unable to retrieve OCI runtime
+// error (open …/log.json: no such file or directory)").
 func bundleExists(err error) bool {
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Code != Unknown {
@@ -264,7 +301,8 @@ func bundleExists(err error) bool {
 	}
 	return strings.Contains(ae.Message, "mkdir ") && strings.HasSuffix(ae.Message, ": file exists") ||
 		strings.HasSuffix(ae.Message, "runc create failed: container with given ID already exists") ||
-		strings.HasPrefix(ae.Message, "failed to start shim: ") && strings.Contains(ae.Message, "getwd: no such file or directory")
+		strings.HasPrefix(ae.Message, "failed to start shim: ") && strings.Contains(ae.Message, "getwd: no such file or directory") ||
+		strings.Contains(ae.Message, "unable to retrieve OCI runtime error (open ") && strings.Contains(ae.Message, "/log.json: no such file or directory")
 }
 
 // TaskStart starts the created task of container id and returns its pid.
@@ -273,7 +311,11 @@ func bundleExists(err error) bool {
 // again blindly: Tasks/Get says what became of it. A task running, paused
 // or stopped started (a stopped one has already exited: TaskWait reads
 // its exit); one still created did not, and is started again; one gone
-// is an error.
+// is an error. One whose status is UNKNOWN (containerd's answer when the
+// shim's State misses its 2 s limit, as a shim busy starting the task
+// does) may have started: it is asked for again, a few times, and never
+// started again while so; if it stays UNKNOWN it counts as started, and
+// the caller's wait for its exit settles what became of it.
 func (c *Client) TaskStart(ctx context.Context, id string) (uint32, error) {
 	for try := 0; ; try++ {
 		var out startResponse
@@ -288,11 +330,11 @@ func (c *Client) TaskStart(ctx context.Context, id string) (uint32, error) {
 		}
 		// A lost answer, or a retry's failure that may be the lost
 		// attempt's start met: the task says.
-		p, gerr := c.TaskGet(ctx, id)
+		p, gerr := c.knownTask(ctx, id)
 		if gerr != nil {
 			return 0, fmt.Errorf("starting the task of container %q: %w (then asking whether it started: %w)", id, err, gerr)
 		}
-		if p.Status.started() {
+		if p.Status.started() || p.Status == TaskUnknown {
 			return p.Pid, nil
 		}
 		if p.Status != TaskCreated || !lost {

@@ -9,10 +9,12 @@ import (
 )
 
 // The images of TestImageUser: the probe with USER a uid alone, and with
-// USER a name, which its /etc/passwd and /etc/group resolve.
+// USER a name, which its /etc/passwd and /etc/group resolve, and with no
+// USER (root) and an /etc/group that lists root in other groups.
 var (
 	probeUIDImage   = "waitdaemon-probe-uid:" + e2eTag
 	probeNamedImage = "waitdaemon-probe-named:" + e2eTag
+	probeRootImage  = "waitdaemon-probe-root:" + e2eTag
 )
 
 // buildUserImages builds the images of TestImageUser from the probe
@@ -29,6 +31,11 @@ func buildUserImages(t *testing.T) {
 			"Dockerfile": "FROM " + probeImage + "\nCOPY passwd group /etc/\nUSER probe\n",
 			"passwd":     "root:x:0:0:root:/:/probe\nprobe:x:1234:1234::/:/probe\n",
 			"group":      "root:x:0:root\nwheel:x:10:root,probe\nprobe:x:1234:\nextra:x:2000:nonroot,probe\n",
+		}},
+		{probeRootImage, map[string]string{
+			"Dockerfile": "FROM " + probeImage + "\nCOPY passwd group /etc/\n",
+			"passwd":     "root:x:0:0:root:/:/probe\nprobe:x:1234:1234::/:/probe\n",
+			"group":      "root:x:0:root\nbin:x:1:root,bin\nwheel:x:10:root,probe\nprobe:x:1234:\n",
 		}},
 	} {
 		dir := t.TempDir()
@@ -49,7 +56,7 @@ func buildUserImages(t *testing.T) {
 // waitdaemon reads the image's /etc/passwd and /etc/group from its layers
 // for the plan): a uid the image has no /etc/passwd for is in group 0, a
 // name gets its group from /etc/passwd and its additional groups from
-// /etc/group.
+// /etc/group; no USER is root, with the groups /etc/group lists root in.
 func TestImageUser(t *testing.T) {
 	buildUserImages(t)
 	cases := []struct {
@@ -59,6 +66,7 @@ func TestImageUser(t *testing.T) {
 	}{
 		{probeUIDImage, 65532, 0, []int{0}},
 		{probeNamedImage, 1234, 1234, []int{10, 1234, 2000}},
+		{probeRootImage, 0, 0, []int{0, 1, 10}},
 	}
 	for _, e := range engines {
 		if e.name != "docker" && !e.containerd {
@@ -67,7 +75,7 @@ func TestImageUser(t *testing.T) {
 		t.Run(e.name, func(t *testing.T) {
 			if e.containerd {
 				setupContainerd(t)
-				importImages(t, probeUIDImage, probeNamedImage)
+				importImages(t, probeUIDImage, probeNamedImage, probeRootImage)
 			}
 			r := openRig(t, e)
 			for _, tc := range cases {

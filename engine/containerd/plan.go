@@ -10,7 +10,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,12 +22,15 @@ import (
 // planned is a planned container: the record Create makes, which a dry
 // run prints.
 type planned struct {
-	ID          string            `json:"id"`
-	Image       string            `json:"image"`
-	Labels      map[string]string `json:"labels"`
-	Runtime     string            `json:"runtime"`
-	Snapshotter string            `json:"snapshotter"`
-	SnapshotKey string            `json:"snapshot_key"`
+	ID      string            `json:"id"`
+	Image   string            `json:"image"`
+	Labels  map[string]string `json:"labels"`
+	Runtime string            `json:"runtime"`
+	// RuntimeOptions are the action's runtime's (a runc BinaryName,
+	// Root, SystemdCgroup...), copied with its name.
+	RuntimeOptions *containerdapi.Any `json:"runtime_options,omitempty"`
+	Snapshotter    string             `json:"snapshotter"`
+	SnapshotKey    string             `json:"snapshot_key"`
 	// Output is the task's stdout and stderr, a file on the host.
 	Output string        `json:"output"`
 	Spec   *ocispec.Spec `json:"spec,omitempty"`
@@ -36,8 +38,31 @@ type planned struct {
 	// yet, and is read at Create, after the pull.
 	Pending string `json:"pending,omitempty"`
 
-	in      *ocispec.Input // the plan, less the user image
-	command []string       // Want.Command
+	in *ocispec.Input // the plan, less the user image
+}
+
+// runtimeName is the action's runtime, which the containers planned from
+// it run on too: runc v2 when it names none.
+func runtimeName(action containerdapi.Container) string {
+	return cmp.Or(action.Runtime.Name, containerdapi.RuncV2)
+}
+
+// runtimeOptions are the options of the action's runtime, nil if none.
+func runtimeOptions(action containerdapi.Container) *containerdapi.Any {
+	if action.Runtime.Options.TypeURL == "" && len(action.Runtime.Options.Value) == 0 {
+		return nil
+	}
+	o := action.Runtime.Options
+	return &o
+}
+
+// role is the container's role, for messages: a command or the image's
+// own default command is the fallback's (see engine.Want).
+func role(want engine.Want) string {
+	if want.Command != nil || want.ImageDefault {
+		return "fallback"
+	}
+	return "user"
 }
 
 // leaseFor is how long a create's lease may outlive a waitdaemon that
@@ -60,14 +85,13 @@ func (e *Engine) Plan(ctx context.Context, s engine.Self, want engine.Want) (eng
 	id := e.newID(want.Name)
 	p := &planned{
 		ID: id, Image: want.Image.Qualified(), Labels: withName(want.Labels, want.Name),
-		Runtime: containerdapi.RuncV2, Snapshotter: cmp.Or(d.ctr.Snapshotter, e.snapshotter()), SnapshotKey: id,
+		Runtime: runtimeName(d.ctr), RuntimeOptions: runtimeOptions(d.ctr), Snapshotter: cmp.Or(d.ctr.Snapshotter, e.snapshotter()), SnapshotKey: id,
 		Output: "file://" + e.logFile(id),
 		in: &ocispec.Input{
 			Spec: d.spec, Image: *d.image, UserImageRef: want.Image.String(),
 			Namespace: e.namespace(), ID: id, Withhold: want.Withhold, ImageDefault: want.ImageDefault,
-			HostEtc: e.hostEtc(d.spec),
+			Command: want.Command, Role: role(want), HostEtc: e.hostEtc(d.spec),
 		},
-		command: want.Command,
 	}
 	user, err := e.resolve(ctx, p.Image)
 	switch {
@@ -170,23 +194,25 @@ func networkNote(action ocispec.Spec) string {
 }
 
 // finish makes the spec, with the user image's config, and its
-// /etc/passwd and /etc/group when its USER needs them.
+// /etc/passwd and /etc/group: a USER that cannot be resolved without them
+// fails when they cannot be read; any other gets its additional groups
+// from them, or, when they cannot be read, its own group alone, and a
+// note in the log.
 func (e *Engine) finish(ctx context.Context, p *planned, user containerdapi.ResolvedImage) error {
 	in := *p.in
 	in.UserImage = imageConfig(user.Config)
-	if ocispec.NeedsUserDB(in.UserImage.User) {
-		db, err := e.userDB(ctx, user)
-		if err != nil {
-			return err
-		}
+	db, err := e.userDB(ctx, user)
+	switch {
+	case err != nil && ocispec.NeedsUserDB(in.UserImage.User):
+		return err
+	case err != nil:
+		engine.Log(e.Log, "could not read the image's /etc/group; the user container gets its own group alone", map[string]string{"image": user.Image.Name, "error": err.Error()})
+	default:
 		in.UserDB = db
 	}
 	spec, err := ocispec.Plan(in)
 	if err != nil {
 		return err
-	}
-	if p.command != nil {
-		spec.Process.Args = slices.Concat(in.UserImage.Entrypoint, p.command)
 	}
 	p.Spec, p.Pending = &spec, ""
 	return nil
@@ -257,7 +283,7 @@ func (e *Engine) create(ctx context.Context, name string, p *planned, parent str
 }
 
 // Again creates container name as first was created: first's spec, but
-// for its own ID, first's runtime, image and labels, on a fresh snapshot
+// for its own ID, first's runtime (with its options), image and labels, on a fresh snapshot
 // of the image snapshot first's was prepared on, and its task, not
 // started. Its ID is name with first's suffix, so that a call made again
 // (after a lost answer) adopts what an earlier one made, as Create does.
@@ -281,7 +307,7 @@ func (e *Engine) Again(ctx context.Context, first, name string) (string, error) 
 	delete(labels, LabelStarted)
 	delete(labels, LabelSaid)
 	p := &planned{
-		ID: id, Image: ctr.Image, Labels: labels, Runtime: ctr.Runtime.Name,
+		ID: id, Image: ctr.Image, Labels: labels, Runtime: runtimeName(ctr), RuntimeOptions: runtimeOptions(ctr),
 		Snapshotter: snapshotter, SnapshotKey: id, Output: "file://" + e.logFile(id), Spec: &spec,
 	}
 	return e.create(ctx, name, p, snap.Parent)
@@ -333,6 +359,9 @@ func (e *Engine) createContainer(ctx context.Context, p *planned, specJSON []byt
 		ID: p.ID, Labels: p.Labels, Image: p.Image, Runtime: containerdapi.Runtime{Name: p.Runtime},
 		Spec: containerdapi.SpecAny(specJSON), Snapshotter: p.Snapshotter, SnapshotKey: p.SnapshotKey,
 	}
+	if p.RuntimeOptions != nil {
+		ctr.Runtime.Options = *p.RuntimeOptions
+	}
 	if _, err := e.C.ContainerCreate(lctx, ctr); err != nil {
 		// An earlier call's create, whose answer was lost, is ours.
 		got, gerr := e.C.ContainerGet(ctx, p.ID)
@@ -343,13 +372,19 @@ func (e *Engine) createContainer(ctx context.Context, p *planned, specJSON []byt
 	return mounts, nil
 }
 
+// startTries bounds how often Start creates and starts a task that goes
+// before its start reaches it.
+const startTries = 3
+
 // Start starts the container's task. A task that ran before (a
 // container started again) is deleted and made anew, on the same snapshot and
 // output file; one already running counts as started. A task create or
 // start whose answer was lost is settled by the client, which asks
 // Tasks/Get (see containerdapi's TaskCreate and TaskStart): a task that
 // started and already stopped counts as started, and Follow reads its
-// exit.
+// exit. A start that finds no task (a create cut in flight that
+// containerd undid after Tasks/Get saw its task) creates it again, and
+// starts it, startTries times in all at most.
 func (e *Engine) Start(ctx context.Context, ref string) error {
 	ctr, err := e.find(ctx, ref)
 	if err != nil {
@@ -379,7 +414,17 @@ func (e *Engine) Start(ctx context.Context, ref string) error {
 	// answer comes back, and its exit is dated on the same (the host's)
 	// clock.
 	started := e.clock()
-	if _, err := e.C.TaskStart(ctx, ctr.ID); err != nil {
+	_, err = e.C.TaskStart(ctx, ctr.ID)
+	for again := 1; errors.Is(err, containerdapi.ErrNotFound) && again < startTries; again++ {
+		// The task went between its create and its start: a create cut
+		// in flight, found by Tasks/Get and then undone by containerd.
+		// Nothing started: it is created again.
+		if err = e.newTask(ctx, ctr); err == nil {
+			started = e.clock()
+			_, err = e.C.TaskStart(ctx, ctr.ID)
+		}
+	}
+	if err != nil {
 		return e.startFailed(ctx, ref, ctr.ID, err)
 	}
 	e.mu.Lock()

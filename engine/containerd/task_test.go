@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,5 +189,41 @@ func TestShorten(t *testing.T) {
 	want := `{"l":"` + strings.Repeat("b", 13) + `…","list":["` + strings.Repeat("b", 13) + `…",true],"n":7,"s":"` + sixteen + `"}`
 	if string(got) != want {
 		t.Errorf("shorten() = %s, want %s", got, want)
+	}
+}
+
+// TestStartTaskUndone: a task whose create was cut in flight can be
+// found, then undone by containerd before the start reaches it: the
+// start answers NotFound, nothing ran, and the task is created again
+// and started, a few times at most.
+func TestStartTaskUndone(t *testing.T) {
+	notFound := reply{code: containerdapi.NotFound, status: "task user-1 not found"}
+	for _, tc := range []struct {
+		name        string
+		starts      []reply
+		wantErr     bool
+		wantCreates int
+	}{
+		{name: "undone once", starts: []reply{notFound, {msg: `{"pid":43}`}}, wantCreates: 2},
+		{name: "undone again and again", starts: []reply{notFound}, wantErr: true, wantCreates: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, d := newFake(t, map[string][]reply{
+				"Containers/Get":    {{msg: `{"container":{"id":"user-1","snapshotter":"overlayfs","snapshot_key":"user-1"}}`}},
+				"Tasks/Get":         {notFound},
+				"Snapshots/Mounts":  {{msg: `{"mounts":[{"type":"bind","source":"/x"}]}`}},
+				"Tasks/Create":      {{msg: `{"container_id":"user-1","pid":42}`}},
+				"Tasks/Start":       tc.starts,
+				"Containers/Update": {{msg: `{"container":{"id":"user-1"}}`}},
+			})
+			e.LogDir = t.TempDir()
+			err := e.Start(testCtx(t), "user-1")
+			if tc.wantErr != (err != nil) || tc.wantErr && !errors.Is(err, containerdapi.ErrNotFound) {
+				t.Errorf("Start() = %v, want error %v (NotFound)", err, tc.wantErr)
+			}
+			if n, s := d.count("Tasks/Create"), d.count("Tasks/Start"); n != tc.wantCreates || s != tc.wantCreates {
+				t.Errorf("%d task creates, %d starts; want %d of each", n, s, tc.wantCreates)
+			}
+		})
 	}
 }

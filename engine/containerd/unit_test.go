@@ -397,7 +397,8 @@ func TestNetworkNote(t *testing.T) {
 // TestEngineStartLost replays a hand-made fixture
 // (testdata/fixtures/containerd-handmade/EngineStartLost.json): a re-run's
 // Start whose Tasks/Create and Tasks/Start answers are lost after the
-// daemon acted. Start asks Tasks/Get each time and succeeds, with the
+// daemon acted. Start asks Tasks/Get each time (twice, a pause apart,
+// after the create) and succeeds, with the
 // task created once and started once; the run had already ended, which
 // counts as started.
 func TestEngineStartLost(t *testing.T) {
@@ -412,7 +413,7 @@ func TestEngineStartLost(t *testing.T) {
 	if err := e.Start(testCtx(t), id); err != nil {
 		t.Fatalf("Start() with its task's create and start answers lost: %v, want it started", err)
 	}
-	want := []string{"Containers/Get", "Tasks/Get", "Tasks/Delete", "Snapshots/Mounts", "Tasks/Create", "Tasks/Get", "Tasks/Start", "Tasks/Get", "Containers/Update"}
+	want := []string{"Containers/Get", "Tasks/Get", "Tasks/Delete", "Snapshots/Mounts", "Tasks/Create", "Tasks/Get", "Tasks/Get", "Tasks/Start", "Tasks/Get", "Containers/Update"}
 	if diff := linediff.Lines(want, tr.calls()); diff != "" {
 		t.Errorf("Start() calls (-want +got):\n%s", diff)
 	}

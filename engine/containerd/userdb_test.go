@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
@@ -68,6 +69,12 @@ func TestUserDB(t *testing.T) {
 			wantPasswd: "probe:x:1:1::/:/x\n", wantGroup: "root:x:0:\n", wantReads: 2},
 		{name: "the group whited out", layers: [][]byte{base, layer(t, false, [2]string{"etc/.wh.group", ""}, [2]string{"etc/passwd", "p:x:1:1::/:/x\n"})}, types: []string{gz, plain},
 			wantPasswd: "p:x:1:1::/:/x\n", wantAbsent: "group", wantReads: 1},
+		// Whiteouts hide the layers below alone: a file the same layer
+		// adds after its whiteout is the image's.
+		{name: "passwd whited out and added again", layers: [][]byte{base, layer(t, false, [2]string{"etc/.wh.passwd", ""}, [2]string{"etc/passwd", "new:x:1:1::/:/x\n"})}, types: []string{gz, plain},
+			wantPasswd: "new:x:1:1::/:/x\n", wantGroup: "root:x:0:\n", wantReads: 2},
+		{name: "/etc opaque, passwd added again", layers: [][]byte{base, layer(t, false, [2]string{"etc/.wh..wh..opq", ""}, [2]string{"etc/passwd", "new:x:1:1::/:/x\n"})}, types: []string{gz, plain},
+			wantPasswd: "new:x:1:1::/:/x\n", wantAbsent: "group", wantReads: 1},
 		{name: "/etc opaque", layers: [][]byte{base, layer(t, true, [2]string{"etc/.wh..wh..opq", ""}, [2]string{"etc/hostname", "x"})}, types: []string{gz, gz},
 			wantAbsent: "both", wantReads: 1},
 		{name: "passwd whited out, another file too", layers: [][]byte{base, layer(t, false, [2]string{"etc/.wh.hostname", ""}, [2]string{"etc/.wh.passwd", ""})}, types: []string{gz, plain},
@@ -125,7 +132,7 @@ func TestUserDB(t *testing.T) {
 // reads no layer.
 func TestFinishUserDB(t *testing.T) {
 	const gz = "application/vnd.docker.image.rootfs.diff.tar.gzip"
-	files := layer(t, true, [2]string{"etc/passwd", "root:x:0:0::/:/x\nprobe:x:1234:1234::/:/x\n"}, [2]string{"etc/group", "extra:x:2000:probe\n"})
+	files := layer(t, true, [2]string{"etc/passwd", "root:x:0:0::/:/x\nprobe:x:1234:1234::/:/x\n"}, [2]string{"etc/group", "extra:x:2000:probe\nwheel:x:10:root\n"})
 	cases := []struct {
 		name, user string
 		layer      []byte
@@ -133,14 +140,20 @@ func TestFinishUserDB(t *testing.T) {
 		wantUser   string
 		wantErr    string
 		wantReads  int
+		wantLog    string
 	}{
 		{name: "a name", user: "probe", layer: files, mediaType: gz, wantUser: `{"uid":1234,"gid":1234,"additionalGids":[1234,2000]}`, wantReads: 1},
-		{name: "uid:gid", user: "5:6", layer: files, mediaType: gz, wantUser: `{"uid":5,"gid":6,"additionalGids":[6]}`},
+		{name: "uid:gid", user: "1234:6", layer: files, mediaType: gz, wantUser: `{"uid":1234,"gid":6,"additionalGids":[6,2000]}`, wantReads: 1},
+		{name: "empty", layer: files, mediaType: gz, wantUser: `{"uid":0,"gid":0,"additionalGids":[0,10]}`, wantReads: 1},
+		// Not needed to resolve the user: its own group alone, and a note.
+		{name: "empty, unreadable", layer: files, mediaType: "application/vnd.oci.image.layer.v1.tar+zstd", wantUser: `{"uid":0,"gid":0,"additionalGids":[0]}`, wantLog: "only tar and gzip layers are read"},
 		{name: "unreadable", user: "probe", layer: files, mediaType: "application/vnd.oci.image.layer.v1.tar+zstd", wantErr: "reading /etc/passwd and /etc/group from image docker.io/library/probe:1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e, d := newFake(t, map[string][]reply{"Content/Read": {{msg: `{"data":{"base64":"` + base64.StdEncoding.EncodeToString(tc.layer) + `"}}`}}})
+			log := &syncLog{}
+			e.Log = log
 			act := recordedAction(t, "reboot.json")
 			p := &planned{in: &ocispec.Input{
 				Spec: act.Detail.(*self).spec, Image: ocispec.ImageConfig{Entrypoint: []string{"/waitdaemon", "action", "--"}},
@@ -164,9 +177,51 @@ func TestFinishUserDB(t *testing.T) {
 					t.Errorf("user %s, want %s", got, tc.wantUser)
 				}
 			}
+			if !strings.Contains(log.String(), tc.wantLog) || tc.wantLog == "" && log.String() != "" {
+				t.Errorf("log %q, want it to say %q", log.String(), tc.wantLog)
+			}
 			if n := d.count("Content/Read"); n != tc.wantReads {
 				t.Errorf("%d layers read, want %d", n, tc.wantReads)
 			}
 		})
 	}
+}
+
+// TestUserDBBounded: reading the user database stops, with an error that
+// says so, once it has read userDBBytes of the image's layers (unpacked)
+// without finding both files, or once userDBTime is spent.
+func TestUserDBBounded(t *testing.T) {
+	big := layer(t, true, [2]string{"usr/big", strings.Repeat("x", 64<<10)})
+	var img containerdapi.ResolvedImage
+	img.Image.Name = "docker.io/library/big:1"
+	img.Manifest.Config.Digest = "sha256:c0"
+	img.Manifest.Layers = []containerdapi.Descriptor{
+		{MediaType: "application/vnd.oci.image.layer.v1.tar+gzip", Digest: "sha256:l0"},
+		{MediaType: "application/vnd.oci.image.layer.v1.tar+gzip", Digest: "sha256:l1"},
+	}
+	read := reply{msg: `{"data":{"base64":"` + base64.StdEncoding.EncodeToString(big) + `"}}`}
+	t.Run("size", func(t *testing.T) {
+		defer func(b int64) { userDBBytes = b }(userDBBytes)
+		userDBBytes = 100 << 10
+		e, d := newFake(t, map[string][]reply{"Content/Read": {read}})
+		_, err := e.userDB(testCtx(t), img)
+		if err == nil || !strings.Contains(err.Error(), "gave up after reading 100 KiB of its layers") || !strings.Contains(err.Error(), img.Image.Name) {
+			t.Errorf("userDB() = %v, want it given up after 100 KiB, naming the image", err)
+		}
+		if n := d.count("Content/Read"); n != 2 {
+			t.Errorf("%d layers read, want 2", n)
+		}
+	})
+	t.Run("time", func(t *testing.T) {
+		defer func(d time.Duration) { userDBTime = d }(userDBTime)
+		userDBTime = 200 * time.Millisecond
+		slow := read
+		slow.broken = func() bool { time.Sleep(time.Second); return false }
+		e, _ := newFake(t, map[string][]reply{"Content/Read": {slow}})
+		began := time.Now()
+		_, err := e.userDB(testCtx(t), img)
+		if err == nil || !strings.Contains(err.Error(), "gave up after 200ms") || time.Since(began) > 900*time.Millisecond {
+			t.Errorf("userDB() = %v after %v, want it given up after 200ms", err, time.Since(began))
+		}
+	})
 }

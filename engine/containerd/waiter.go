@@ -18,6 +18,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 var (
@@ -51,11 +52,11 @@ func (e *Engine) PlanWaiter(s engine.Self, want engine.Waiter) engine.Spec {
 		engine.EnvContainerdNamespace + "=" + e.namespace(),
 		engine.EnvEngine + "=" + engine.KindContainerd,
 	}, want.Env...)
-	spec := waiterSpec(e.namespace(), id, append([]string{"/waitdaemon"}, want.Args...), env, mounts)
+	spec := waiterSpec(ocispec.CgroupsPath(cgroupsPath(d.spec), e.namespace(), id), append([]string{"/waitdaemon"}, want.Args...), env, mounts)
 	mountDevice(&spec, want.Device)
 	return engine.Spec{Name: want.Name, Create: &planned{
 		ID: id, Image: d.ctr.Image, Labels: withName(want.Labels, want.Name),
-		Runtime: containerdapi.RuncV2, Snapshotter: cmp.Or(d.ctr.Snapshotter, e.snapshotter()), SnapshotKey: id,
+		Runtime: runtimeName(d.ctr), RuntimeOptions: runtimeOptions(d.ctr), Snapshotter: cmp.Or(d.ctr.Snapshotter, e.snapshotter()), SnapshotKey: id,
 		Output: "file://" + e.logFile(id), Spec: &spec,
 	}}
 }
@@ -73,8 +74,9 @@ var defaultCaps = []string{
 // beyond runc's defaults), as root, with its own pid, ipc and mount
 // namespaces and the host's network and UTS (it needs no network, and a
 // new network namespace is most of a container start), in the cgroup
-// /<namespace>/<id>. It mounts /proc and a /dev, no /sys, and mounts.
-func waiterSpec(namespace, id string, args, env []string, mounts []ocispec.Mount) ocispec.Spec {
+// cgroup (/<namespace>/<id>, or systemd's form: ocispec.CgroupsPath). It
+// mounts /proc and a /dev, no /sys, and mounts.
+func waiterSpec(cgroup string, args, env []string, mounts []ocispec.Mount) ocispec.Spec {
 	caps := raw(defaultCaps)
 	dev := []ocispec.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
@@ -97,7 +99,7 @@ func waiterSpec(namespace, id string, args, env []string, mounts []ocispec.Mount
 		Mounts: append(dev, mounts...),
 		Linux: &ocispec.Linux{
 			Namespaces:  []ocispec.Namespace{{Type: "pid"}, {Type: "ipc"}, {Type: "mount"}},
-			CgroupsPath: "/" + namespace + "/" + id,
+			CgroupsPath: cgroup,
 			Rest: ocispec.Rest{
 				"maskedPaths": raw([]string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 					"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi"}),
@@ -106,6 +108,14 @@ func waiterSpec(namespace, id string, args, env []string, mounts []ocispec.Mount
 			},
 		},
 	}
+}
+
+// cgroupsPath is a spec's cgroup path, "" if it has none.
+func cgroupsPath(s ocispec.Spec) string {
+	if s.Linux == nil {
+		return ""
+	}
+	return s.Linux.CgroupsPath
 }
 
 // bind is a bind mount of host path source at target.
@@ -333,14 +343,22 @@ func (e *Engine) ActionGone(ctx context.Context, id string, by time.Time) (time.
 
 // ActionExited waits for the action's task to exit, and returns when it
 // did by the daemon's clock. tink-agent deletes the task 34–94 ms after
-// an exit 0: a task already gone counts as removed now.
+// any exit, and the container with it after an exit 0 alone: a task
+// already gone whose container goes too, at once or within goneAsks
+// asks, counts as removed now; one whose container stays ended in a
+// failure, or in what tink-agent could not tell, and is an error that
+// says its exit is unknown, so that nothing starts.
 func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, error) {
 	exit, err := e.waitTask(ctx, id, "the action container")
+	if errors.Is(err, containerdapi.ErrNotFound) && ctx.Err() == nil {
+		err = e.containerGone(ctx, id)
+		if err == nil {
+			return engine.Exit{At: time.Now(), Removed: true}, nil
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		return engine.Exit{At: time.Now()}, nil
-	case errors.Is(err, containerdapi.ErrNotFound):
-		return engine.Exit{At: time.Now(), Removed: true}, nil
 	case err != nil:
 		return engine.Exit{}, err
 	}
@@ -501,4 +519,29 @@ func mountDevice(spec *ocispec.Spec, d *engine.Device) {
 func raw(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// goneAsks is how often ActionExited asks for the container of an
+// action whose task is gone, a pause apart (3.5 s in all).
+const goneAsks = 8
+
+// containerGone waits, goneAsks asks at most, for the container of an
+// action whose task is gone to go too, as tink-agent removes it after
+// an exit 0; an error if it stays, as after a failure.
+func (e *Engine) containerGone(ctx context.Context, id string) error {
+	for ask := range goneAsks {
+		_, err := e.C.ContainerGet(ctx, id)
+		if errors.Is(err, containerdapi.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("the action container's task is gone, and asking for the container: %w", err)
+		}
+		if ask < goneAsks-1 {
+			if err := socketclient.Pause(ctx, ask); err != nil {
+				return err
+			}
+		}
+	}
+	return fmt.Errorf("the action container's task is gone and the container %s stays, as tink-agent keeps that of an action that failed: its exit is unknown", id)
 }

@@ -188,17 +188,45 @@ func TestFollowNoTail(t *testing.T) {
 }
 
 // TestActionExitedTaskDeleted: tink-agent deletes the action's task right
-// after its exit; a wait that then breaks off (the shim gone: "ttrpc:
-// closed") with the task no longer there is the action removed, not an
-// error.
+// after its exit, and its container too after an exit 0, but keeps a
+// failed action's container. A task gone (the wait broken off as its
+// shim goes, "ttrpc: closed", or refused as not found) with its
+// container gone too, at once or within a few seconds, is the action
+// removed, not an error; one whose container stays is a failed or
+// unknown exit, an error, so that nothing starts.
 func TestActionExitedTaskDeleted(t *testing.T) {
-	e, _ := newFake(t, map[string][]reply{
-		"Tasks/Wait": {{code: containerdapi.Unknown, status: "ttrpc: closed"}},
-		"Tasks/Get":  {{code: containerdapi.NotFound, status: "task act not found"}},
-	})
-	before := time.Now()
-	exit, err := e.ActionExited(testCtx(t), "act")
-	if err != nil || !exit.Removed || exit.At.Before(before) {
-		t.Errorf("ActionExited() = %+v, %v; want the action removed, now", exit, err)
+	ctr := reply{msg: `{"container":{"id":"act"}}`}
+	gone := reply{code: containerdapi.NotFound, status: "container \"act\": not found"}
+	for _, tc := range []struct {
+		name        string
+		wait        reply
+		containers  []reply
+		wantRemoved bool
+		wantGets    int
+	}{
+		{name: "broken off, container gone", wait: reply{code: containerdapi.Unknown, status: "ttrpc: closed"}, containers: []reply{gone}, wantRemoved: true, wantGets: 1},
+		{name: "not found, container gone", wait: reply{code: containerdapi.NotFound, status: "task act not found"}, containers: []reply{gone}, wantRemoved: true, wantGets: 1},
+		{name: "broken off, container gone late", wait: reply{code: containerdapi.Unknown, status: "ttrpc: closed"}, containers: []reply{ctr, ctr, gone}, wantRemoved: true, wantGets: 3},
+		{name: "broken off, container kept", wait: reply{code: containerdapi.Unknown, status: "ttrpc: closed"}, containers: []reply{ctr}, wantGets: goneAsks},
+		{name: "not found, container kept", wait: reply{code: containerdapi.NotFound, status: "task act not found"}, containers: []reply{ctr}, wantGets: goneAsks},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, d := newFake(t, map[string][]reply{
+				"Tasks/Wait":     {tc.wait},
+				"Tasks/Get":      {{code: containerdapi.NotFound, status: "task act not found"}},
+				"Containers/Get": tc.containers,
+			})
+			before := time.Now()
+			exit, err := e.ActionExited(testCtx(t), "act")
+			switch {
+			case tc.wantRemoved && (err != nil || !exit.Removed || exit.At.Before(before)):
+				t.Errorf("ActionExited() = %+v, %v; want the action removed, now", exit, err)
+			case !tc.wantRemoved && (err == nil || !strings.Contains(err.Error(), "its exit is unknown")):
+				t.Errorf("ActionExited() = %+v, %v; want an error: its exit is unknown", exit, err)
+			}
+			if n := d.count("Containers/Get"); n != tc.wantGets {
+				t.Errorf("%d Containers/Get, want %d", n, tc.wantGets)
+			}
+		})
 	}
 }

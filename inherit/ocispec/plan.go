@@ -21,7 +21,8 @@
 //     CMD. Args that do not start with the action image's ENTRYPOINT
 //     replaced it, and travel whole. Input.ImageDefault (the fallback's
 //     image without a command) runs the user image's ENTRYPOINT and CMD,
-//     whatever the action ran.
+//     whatever the action ran; Input.Command (the fallback's command)
+//     runs after the user image's ENTRYPOINT, whatever the action ran.
 //   - process.env: the action's, less waitdaemon's control variables
 //     (inherit.Control) and the entries its image brought unchanged,
 //     merged over the user image's Env (the user image's entries first,
@@ -31,16 +32,21 @@
 //     differ from what its image gave (then the operator set them, and
 //     they travel). A user image's USER is resolved as runc's callers
 //     (Docker, containerd's WithUser) resolve it: empty is root, and a
-//     numeric uid:gid is itself, each with its own group alone; a user
+//     numeric uid:gid is itself, each with its own group, then, as
+//     containerd's WithAdditionalGIDs adds them, the groups of the
+//     image's /etc/group that list root (for an empty USER) or the
+//     uid's user by name, but the one of that user's own name; a user
 //     by name, or a uid alone, is looked up in the image's /etc/passwd
 //     (a uid that is not there is itself, in group 0), and its
 //     additional groups are those of the image's /etc/group that list
 //     it by name; a group by name is looked up in /etc/group. The plan
 //     does not read files: the engine gives it the image's /etc/passwd
-//     and /etc/group (Input.UserDB) when NeedsUserDB says the USER needs
-//     them. A name that is not there is ErrUser.
+//     and /etc/group (Input.UserDB), which a USER that NeedsUserDB says
+//     needs them cannot do without; without them the others get their
+//     own group alone. A name that is not there is ErrUser.
 //   - root.path: "rootfs"; linux.cgroupsPath: /<namespace>/<id> of the
-//     new container.
+//     new container, or under systemd's cgroup driver the action's
+//     slice:prefix: with its ID (CgroupsPath).
 //   - network: with no network namespace in the action's spec, the user
 //     container shares the host's network. With one, it gets a new,
 //     private network namespace (no path): the action's was made for it,
@@ -72,6 +78,7 @@
 package ocispec
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
@@ -101,6 +108,12 @@ type Input struct {
 	// the action's command: the fallback's, when its image is set without
 	// a command.
 	ImageDefault bool
+	// Command, when not nil, replaces the action's command, and runs
+	// after the user image's ENTRYPOINT: the fallback's command.
+	Command []string
+	// Role is the container's, for messages: "user" when empty, or
+	// "fallback".
+	Role string
 	// Namespace is the containerd namespace the user container is made
 	// in, and ID its ID: its cgroup is /<Namespace>/<ID>.
 	Namespace string
@@ -165,15 +178,16 @@ func Plan(in Input) (Spec, error) {
 
 	p := *s.Process
 	var err error
-	if p.Args, err = command(p.Args, in.Image, in.UserImage, in.ImageDefault); err != nil {
-		return Spec{}, fmt.Errorf("user image %s: %w", in.UserImageRef, err)
+	role := cmp.Or(in.Role, "user")
+	if p.Args, err = command(p.Args, in.Command, in.Image, in.UserImage, in.ImageDefault); err != nil {
+		return Spec{}, fmt.Errorf("%s image %s: %w", role, in.UserImageRef, err)
 	}
 	p.Env = userEnv(p.Env, in.Image.Env, in.UserImage.Env)
 	if dir(p.Cwd) == dir(in.Image.WorkingDir) {
 		p.Cwd = dir(in.UserImage.WorkingDir)
 	}
 	if p.User, err = user(p.User, in.Image.User, in.UserImage.User, in.UserDB); err != nil {
-		return Spec{}, fmt.Errorf("user image %s: USER %q: %w", in.UserImageRef, in.UserImage.User, err)
+		return Spec{}, fmt.Errorf("%s image %s: USER %q: %w", role, in.UserImageRef, in.UserImage.User, err)
 	}
 	s.Process = &p
 
@@ -194,7 +208,7 @@ func Plan(in Input) (Spec, error) {
 		}
 		l.Namespaces = append(l.Namespaces, ns)
 	}
-	l.CgroupsPath = "/" + in.Namespace + "/" + in.ID
+	l.CgroupsPath = CgroupsPath(s.Linux.CgroupsPath, in.Namespace, in.ID)
 	s.Linux = &l
 
 	s.Hostname = ""
@@ -214,9 +228,9 @@ func Plan(in Input) (Spec, error) {
 // first's ID, its cgroup and the hostname it was given. It does not
 // change s.
 func Again(s Spec, namespace, first, id string) Spec {
-	if s.Linux != nil && s.Linux.CgroupsPath == "/"+namespace+"/"+first {
+	if s.Linux != nil && s.Linux.CgroupsPath == CgroupsPath(s.Linux.CgroupsPath, namespace, first) {
 		l := *s.Linux
-		l.CgroupsPath = "/" + namespace + "/" + id
+		l.CgroupsPath = CgroupsPath(s.Linux.CgroupsPath, namespace, id)
 		s.Linux = &l
 	}
 	if s.Hostname != "" && s.Hostname == first[:min(12, len(first))] {
@@ -238,8 +252,16 @@ func HostNetwork(s Spec) bool {
 // CMD; the command runs with the user image's ENTRYPOINT, and no command
 // runs its ENTRYPOINT and CMD. Args that do not start with the action
 // image's ENTRYPOINT replaced it, and are kept whole. imageDefault runs
-// the user image's ENTRYPOINT and CMD, whatever the args.
-func command(args []string, img, userImg ImageConfig, imageDefault bool) ([]string, error) {
+// the user image's ENTRYPOINT and CMD, whatever the args; a command set
+// (not nil) runs after its ENTRYPOINT instead of the args.
+func command(args, set []string, img, userImg ImageConfig, imageDefault bool) ([]string, error) {
+	if set != nil {
+		out := slices.Concat(userImg.Entrypoint, set)
+		if len(out) == 0 {
+			return nil, ErrNoCommand
+		}
+		return out, nil
+	}
 	if imageDefault {
 		out := slices.Concat(userImg.Entrypoint, userImg.Cmd)
 		if len(out) == 0 {
@@ -346,13 +368,35 @@ func user(action User, imageUser, userImageUser string, db *UserDB) (User, error
 }
 
 // imageUserOf is the user an image's USER runs as. One that needs no
-// files (see NeedsUserDB) has its own group alone; else db must hold
-// the image's files.
+// files to be resolved (see NeedsUserDB: empty, or a numeric uid:gid)
+// has its own group, then, as containerd's WithImageConfig gives them,
+// the groups of db that list root (for an empty USER) or the uid's user,
+// but the one of that user's name: none when db is nil or lacks them.
+// Any other needs db to hold the image's files.
 func imageUserOf(spec string, db *UserDB) (User, error) {
 	if !NeedsUserDB(spec) {
 		u, err := numericUser(spec)
+		if err != nil {
+			return u, err
+		}
 		u.AdditionalGids = []uint32{u.GID}
-		return u, err
+		if db == nil {
+			return u, nil
+		}
+		name := "root"
+		if spec != "" {
+			e, ok := findPasswd(db.Passwd, func(e passwdEntry) bool { return e.uid == int(u.UID) })
+			if !ok {
+				return u, nil
+			}
+			name = e.name
+		}
+		for _, g := range parseGroup(db.Group) {
+			if g.name != name && slices.Contains(g.members, name) && !slices.Contains(u.AdditionalGids, uint32(g.gid)) {
+				u.AdditionalGids = append(u.AdditionalGids, uint32(g.gid))
+			}
+		}
+		return u, nil
 	}
 	if db == nil {
 		return User{}, fmt.Errorf("%w: the image's /etc/passwd and /etc/group were not read", ErrUser)
@@ -468,4 +512,16 @@ func under(p string, paths []string) bool {
 		w = path.Clean(w)
 		return w != "/" && (p == w || strings.HasPrefix(p, w+"/"))
 	})
+}
+
+// CgroupsPath is the cgroup path of container id in containerd namespace
+// ns, in the form of the action's (action): /<ns>/<id>, as containerd's
+// WithNamespacedCgroup makes it; or, when the action's is systemd's
+// slice:prefix:name (its runtime's SystemdCgroup, which the container
+// shares), the action's slice and prefix with id.
+func CgroupsPath(action, ns, id string) string {
+	if parts := strings.Split(action, ":"); len(parts) == 3 && !strings.HasPrefix(action, "/") {
+		return parts[0] + ":" + parts[1] + ":" + id
+	}
+	return "/" + ns + "/" + id
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -289,6 +290,79 @@ func TestPlanCommand(t *testing.T) {
 			}
 			if err != nil {
 				return
+			}
+			is(t, "args", out.Process.Args, tc.want)
+		})
+	}
+}
+
+// TestPlanCgroupsPath: the user container's cgroup is /<namespace>/<id>,
+// as containerd's WithNamespacedCgroup makes it; under systemd's cgroup
+// driver (an action whose path is slice:prefix:name, its runtime's
+// SystemdCgroup, which travels), the action's slice and prefix with the
+// container's ID, the only form runc then takes.
+func TestPlanCgroupsPath(t *testing.T) {
+	for _, tc := range []struct{ action, want string }{
+		{"/tinkerbell/act", "/ns/user-1"},
+		{"", "/ns/user-1"},
+		{"system.slice:tinkerbell:act", "system.slice:tinkerbell:user-1"},
+		{"tinkerbell.slice:nerdctl:act", "tinkerbell.slice:nerdctl:user-1"},
+		{":tinkerbell:act", ":tinkerbell:user-1"},
+	} {
+		t.Run(tc.action, func(t *testing.T) {
+			in := base(t)
+			in.Namespace, in.ID = "ns", "user-1"
+			in.Spec.Linux.CgroupsPath = tc.action
+			out, err := Plan(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			is(t, "cgroupsPath", out.Linux.CgroupsPath, tc.want)
+			is(t, "CgroupsPath", CgroupsPath(tc.action, "ns", "user-1"), tc.want)
+		})
+	}
+}
+
+// TestPlanFallbackCommand: a command given (the fallback's
+// WAITDAEMON_FALLBACK_COMMAND) replaces the action's and runs after the
+// image's ENTRYPOINT, so that an image with neither ENTRYPOINT nor CMD,
+// run by an action with no command, still has one; and an error names
+// the container's role.
+func TestPlanFallbackCommand(t *testing.T) {
+	wd := []string{"/waitdaemon", "action", "--"}
+	cases := []struct {
+		name    string
+		args    []string
+		command []string
+		user    ImageConfig
+		role    string
+		want    []string
+		wantErr string
+	}{
+		{name: "image with nothing, action with no command", args: wd, command: []string{"/bin/busybox", "reboot", "-f"}, user: ImageConfig{}, role: "fallback",
+			want: []string{"/bin/busybox", "reboot", "-f"}},
+		{name: "after the image's ENTRYPOINT", args: slices.Concat(wd, []string{"kexec"}), command: []string{"-f"}, user: ImageConfig{Entrypoint: []string{"/sbin/reboot"}, Cmd: []string{"-n"}}, role: "fallback",
+			want: []string{"/sbin/reboot", "-f"}},
+		{name: "an empty one is the image's ENTRYPOINT alone", args: wd, command: []string{}, user: ImageConfig{Entrypoint: []string{"/sbin/reboot"}, Cmd: []string{"-n"}}, role: "fallback",
+			want: []string{"/sbin/reboot"}},
+		{name: "none, the role named", args: wd, user: ImageConfig{}, role: "fallback", wantErr: "fallback image docker.io/library/fb:1: no command"},
+		{name: "none, the user's", args: wd, user: ImageConfig{}, wantErr: "user image docker.io/library/fb:1: no command"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base(t)
+			in.Spec.Process.Args = tc.args
+			in.Image, in.UserImage = waitdaemonImage, tc.user
+			in.UserImageRef, in.Role, in.Command = "docker.io/library/fb:1", tc.role, tc.command
+			out, err := Plan(in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
+					t.Fatalf("Plan error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
 			}
 			is(t, "args", out.Process.Args, tc.want)
 		})
@@ -748,31 +822,40 @@ func FuzzPlan(f *testing.F) {
 }
 
 // TestAgain: the spec Again makes from a plan, for another ID, is the
-// plan for that ID, for every recorded case.
+// plan for that ID, for every recorded case, under either cgroup driver.
 func TestAgain(t *testing.T) {
 	for _, name := range caseNames(t) {
-		t.Run(name, func(t *testing.T) {
-			in := readCase(t, name).input(t)
-			in.ID = "tinkerbell_kexec-waitdaemon-user-0a1b2c3d"
-			first, err := Plan(in)
-			if err != nil {
-				t.Fatalf("Plan: %v", err)
-			}
-			firstJSON, _ := json.Marshal(first)
-			in.ID = "kexec-waitdaemon-user-2-0a1b2c3d"
-			want, err := Plan(in)
-			if err != nil {
-				t.Fatalf("Plan: %v", err)
-			}
-			got := Again(first, in.Namespace, "tinkerbell_kexec-waitdaemon-user-0a1b2c3d", in.ID)
-			wantJSON, _ := json.MarshalIndent(want, "", "  ")
-			gotJSON, _ := json.MarshalIndent(got, "", "  ")
-			if diff := linediff.Text(string(wantJSON), string(gotJSON)); diff != "" {
-				t.Errorf("Again (-the plan for its ID +got):\n%s", diff)
-			}
-			if again, _ := json.Marshal(first); !bytes.Equal(again, firstJSON) {
-				t.Errorf("Again changed the spec it was given")
-			}
-		})
+		for _, systemd := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, systemd's cgroup driver %v", name, systemd), func(t *testing.T) {
+				in := readCase(t, name).input(t)
+				if systemd {
+					in.Spec.Linux.CgroupsPath = "system.slice:tinkerbell:act"
+				}
+				testAgain(t, in)
+			})
+		}
+	}
+}
+
+func testAgain(t *testing.T, in Input) {
+	in.ID = "tinkerbell_kexec-waitdaemon-user-0a1b2c3d"
+	first, err := Plan(in)
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	firstJSON, _ := json.Marshal(first)
+	in.ID = "kexec-waitdaemon-user-2-0a1b2c3d"
+	want, err := Plan(in)
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	got := Again(first, in.Namespace, "tinkerbell_kexec-waitdaemon-user-0a1b2c3d", in.ID)
+	wantJSON, _ := json.MarshalIndent(want, "", "  ")
+	gotJSON, _ := json.MarshalIndent(got, "", "  ")
+	if diff := linediff.Text(string(wantJSON), string(gotJSON)); diff != "" {
+		t.Errorf("Again (-the plan for its ID +got):\n%s", diff)
+	}
+	if again, _ := json.Marshal(first); !bytes.Equal(again, firstJSON) {
+		t.Errorf("Again changed the spec it was given")
 	}
 }

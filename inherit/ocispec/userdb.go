@@ -17,10 +17,11 @@ type UserDB struct {
 // maxID is the largest uid or gid runc takes.
 const maxID = 1<<31 - 1
 
-// NeedsUserDB reports whether an image's USER needs the image's
-// /etc/passwd and /etc/group: a user or group by name (root too), or a
-// uid alone, whose group and additional groups the files give. Empty
-// (root) and a numeric uid:gid need neither.
+// NeedsUserDB reports whether an image's USER cannot be resolved without
+// the image's /etc/passwd and /etc/group: a user or group by name (root
+// too), or a uid alone, whose group the files give. Empty (root) and a
+// numeric uid:gid are resolved without them, and get their additional
+// groups from them when they are there.
 func NeedsUserDB(spec string) bool {
 	if spec == "" {
 		return false

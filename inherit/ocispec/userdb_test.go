@@ -17,6 +17,12 @@ func TestPlanImageUser(t *testing.T) {
 	group := "root:x:0:root\nwheel:x:10:root,probe\nnonroot:x:65532:\nprobe:x:1234:\nextra:x:2000:probe,nonroot\nbad:x:q:probe\n"
 	db := &UserDB{Passwd: []byte(passwd), Group: []byte(group)}
 	scratch := &UserDB{}
+	// Alpine 3.20's /etc/group.
+	alpine := &UserDB{Passwd: []byte("root:x:0:0:root:/root:/bin/sh\n"), Group: []byte("root:x:0:root\nbin:x:1:root,bin,daemon\ndaemon:x:2:root,bin,daemon\n" +
+		"sys:x:3:root,bin,adm\nadm:x:4:root,adm,daemon\ntty:x:5:\ndisk:x:6:root,adm\nlp:x:7:lp\nkmem:x:9:\nwheel:x:10:root\nfloppy:x:11:root\n" +
+		"mail:x:12:mail\nnews:x:13:news\nuucp:x:14:uucp\ncron:x:16:cron\naudio:x:18:\ncdrom:x:19:\ndialout:x:20:root\nftp:x:21:\nsshd:x:22:\n" +
+		"input:x:23:\ntape:x:26:root\nvideo:x:27:root\nnetdev:x:28:\nkvm:x:34:kvm\ngames:x:35:\nshadow:x:42:\nwww-data:x:82:\nusers:x:100:games\n" +
+		"ping:x:999:\nnogroup:x:65533:\nnobody:x:65534:\n")}
 	root := User{AdditionalGids: []uint32{0}}
 	cases := []struct {
 		name     string
@@ -26,6 +32,20 @@ func TestPlanImageUser(t *testing.T) {
 		wantErr  error
 		inReason string
 	}{
+		// As containerd's WithImageConfig gives them (WithUser, then
+		// WithAdditionalGIDs): the groups that list the user, but the
+		// one of its own name, after its own group.
+		{name: "empty: root and the groups that list root (Alpine)", spec: "", db: alpine, want: User{AdditionalGids: []uint32{0, 1, 2, 3, 4, 6, 10, 11, 20, 26, 27}}},
+		{name: "empty: root and the groups that list root", spec: "", db: db, want: User{AdditionalGids: []uint32{0, 10}}},
+		{name: "empty, no /etc/group", spec: "", db: scratch, want: root},
+		{name: "empty, files not read", spec: "", want: root},
+		{name: "uid:gid: the groups that list the uid's user", spec: "65532:65532", db: db, want: User{UID: 65532, GID: 65532, AdditionalGids: []uint32{65532, 2000}}},
+		{name: "uid:gid, another gid", spec: "1234:5", db: db, want: User{UID: 1234, GID: 5, AdditionalGids: []uint32{5, 10, 2000}}},
+		{name: "uid:gid, its group listed", spec: "0:10", db: db, want: User{GID: 10, AdditionalGids: []uint32{10}}},
+		{name: "uid:gid, the group of the user's name left out", spec: "7:7", db: &UserDB{Passwd: []byte("u:x:7:7::/:/x\n"), Group: []byte("u:x:8:u\nother:x:9:u\n")},
+			want: User{UID: 7, GID: 7, AdditionalGids: []uint32{7, 9}}},
+		{name: "uid:gid, a uid not in /etc/passwd", spec: "4242:4242", db: db, want: User{UID: 4242, GID: 4242, AdditionalGids: []uint32{4242}}},
+		{name: "uid:gid, files not read", spec: "5:6", want: User{UID: 5, GID: 6, AdditionalGids: []uint32{6}}},
 		{name: "a uid alone: its group and groups", spec: "65532", db: db, want: User{UID: 65532, GID: 65532, AdditionalGids: []uint32{65532, 2000}}},
 		{name: "a uid alone, no /etc/passwd: group 0", spec: "65532", db: scratch, want: User{UID: 65532, AdditionalGids: []uint32{0}}},
 		{name: "a uid not in /etc/passwd: group 0", spec: "4242", db: db, want: User{UID: 4242, AdditionalGids: []uint32{0}}},
