@@ -242,15 +242,20 @@ ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0
 ip route add default via 10.0.2.2
 EOF
-		# LinuxKit's rc.shutdown: signal every process, wait 5 s, kill,
-		# unmount.
+		# LinuxKit's shutdown (rc.init): signal every process, wait 5 s,
+		# kill, sync, unmount. kill(-1) spares only its caller and PID 1,
+		# so the shell signals from its own process (its builtin kill), as
+		# rc.init does: an external kill would take the shell down with the
+		# rest, and nothing after it would run. Its last line says that all
+		# of it ran.
 		cat >"$root/etc/rc.shutdown" <<'EOF'
 #!/bin/busybox sh
-/bin/busybox kill -15 -1
+kill -TERM -1
 /bin/busybox sleep 5
-/bin/busybox kill -9 -1
+kill -KILL -1
 /bin/busybox sync
 /bin/busybox umount -a -r 2>/dev/null
+echo "FIELD-SHUTDOWN signalled, killed after 5 s, synced, unmounted" >/dev/console
 EOF
 		cat >"$root/etc/init.d/engine" <<'EOF'
 #!/bin/busybox sh
