@@ -130,26 +130,3 @@ func TestCrc32c(t *testing.T) {
 		t.Errorf("modules_common %q: want crc32c_generic, for ext4's metadata_csum on both machines", m[1])
 	}
 }
-
-// TestCheckResult: the next boot's reading of the result file, on the
-// states docs/how-it-works.md shows.
-func TestCheckResult(t *testing.T) {
-	before := `{"action":"a","state":"running","exit_code":-1,"attempts":[{"attempt":1,"exit_code":-1,"ended":false}],"boot_id":"0b7e"}`
-	fallback := `{"action":"a","state":"running","exit_code":-1,"attempts":[{"attempt":1,"exit_code":1,"ended":true},{"attempt":2,"exit_code":1,"ended":true}],"fallback":{"exit_code":-1,"ended":false},"boot_id":"0b7e"}`
-	done := `{"action":"a","state":"done","exit_code":0,"attempts":[{"attempt":1,"exit_code":0,"ended":true}],"boot_id":"0b7e"}`
-	for _, c := range []struct {
-		want, data string
-		ok         bool
-	}{
-		{Kexec, before, true},
-		{Reset, fallback, true},
-		{Kexec, fallback, false},
-		{Reset, before, false},
-		{Kexec, done, false},
-		{Kexec, "", false},
-	} {
-		if err := CheckResult(c.want, []byte(c.data)); (err == nil) != c.ok {
-			t.Errorf("CheckResult(%s, %s) = %v, want ok %v", c.want, c.data, err, c.ok)
-		}
-	}
-}
