@@ -272,18 +272,25 @@ if [ -n "$MOUNT_TARGET" ]; then
 	mkdir -p /mnt/target && mount /dev/sda1 /mnt/target || echo "FIELD-MOUNT-FAILED"
 fi
 echo "FIELD-CLOCK $(date +%s.%N)"
+# The waiter's lines, on the console as it writes them: which run took the
+# machine down is read from them. From the engine's own file of the
+# waiter's output, watched for from before the action runs (a CLI started
+# after the action's exit came, under TCG, after HookOS's shutdown had
+# begun): containerd's task log (FIELD-WAITER, the lines as written), or
+# Docker's json-file log (FIELD-WAITER-DOCKER, each line in its JSON).
+(
+	if [ "$RUNTIME" = containerd ]; then
+		until w=$(find /var/lib/containerd/io.containerd.grpc.v2.task -path '*-waitdaemon-waiter*' -name log 2>/dev/null | head -1); [ -n "$w" ]; do sleep 0.5; done
+		tail -n +1 -F "$w" 2>/dev/null | sed -u 's/^/FIELD-WAITER /'
+	else
+		until w=$(grep -l -- '-waitdaemon-waiter"' /var/lib/docker/containers/*/config.v2.json 2>/dev/null | head -1); [ -n "$w" ]; do sleep 0.5; done
+		d=${w%/config.v2.json}
+		tail -n +1 -F "$d/$(basename "$d")-json.log" 2>/dev/null | sed -u 's/^/FIELD-WAITER-DOCKER /'
+	fi
+) &
 echo FIELD-RUNNING
 /field/tinkagent -runtime "$RUNTIME" -socket "$SOCKET" -action /field/action.yaml
 echo "FIELD-RUNNER-EXIT $?"
-# The waiter's lines, on the console as it writes them, each after
-# FIELD-WAITER: which run took the machine down is read from them.
-if [ "$RUNTIME" = containerd ]; then
-	w=$(find /var/lib/containerd/io.containerd.grpc.v2.task -path '*-waitdaemon-waiter*' -name log | head -1)
-	[ -n "$w" ] && tail -n +1 -F "$w" 2>/dev/null | sed -u 's/^/FIELD-WAITER /' &
-else
-	w=$(docker ps -a --filter label=org.waitdaemon.role=waiter --format '{{.Names}}' | head -1)
-	[ -n "$w" ] && docker logs -f "$w" 2>&1 | sed -u 's/^/FIELD-WAITER /' &
-fi
 if [ "$RUNTIME" = containerd ]; then
 	echo "FIELD-CONTAINERS $(ctr -n tinkerbell containers list -q | tr '\n' ' ')"
 	for c in $(ctr -n tinkerbell containers list -q); do
@@ -583,7 +590,7 @@ func (f *field) nextBoot(t *testing.T, first *VM, m Machine, outcome, name, dir 
 		return nil, fmt.Errorf("%v; the next boot's console:\n%s", err, consoleTail(vm, 20))
 	}
 	var r fileResult
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err := decodeFirst(string(data), &r); err != nil {
 		return nil, fmt.Errorf("the result file the next boot read: %w", err)
 	}
 	switch {

@@ -16,8 +16,31 @@ const (
 )
 
 // WaiterPrefix starts each line of the waiter's that the guest copies to
-// the console (runScript follows the waiter's output).
-const WaiterPrefix = "FIELD-WAITER "
+// the console (runScript follows the waiter's output); after
+// WaiterDockerPrefix, the line is in a line of Docker's json-file log.
+const (
+	WaiterPrefix       = "FIELD-WAITER "
+	WaiterDockerPrefix = "FIELD-WAITER-DOCKER "
+)
+
+// waiterText is the waiter's own line in a line of the console, if it
+// is one.
+func waiterText(l string) (string, bool) {
+	if rest, ok := strings.CutPrefix(l, WaiterPrefix); ok {
+		return rest, true
+	}
+	rest, ok := strings.CutPrefix(l, WaiterDockerPrefix)
+	if !ok {
+		return "", false
+	}
+	var entry struct {
+		Log string `json:"log"`
+	}
+	if decodeFirst(rest, &entry) != nil {
+		return "", false
+	}
+	return entry.Log, true
+}
 
 // ShutdownLine is the last line of HookOS's shutdown script: the grace,
 // the SIGKILL, the sync and the unmounts all ran.
@@ -61,12 +84,12 @@ func TookDown(lines []string, retries int, fallback bool) string {
 	started := false
 	var last *waiterLine
 	for _, l := range lines {
-		rest, ok := strings.CutPrefix(l, WaiterPrefix)
+		rest, ok := waiterText(l)
 		if !ok {
 			continue
 		}
 		var w waiterLine
-		if json.Unmarshal([]byte(rest), &w) != nil {
+		if decodeFirst(rest, &w) != nil {
 			continue
 		}
 		switch w.Msg {
@@ -116,7 +139,7 @@ type fileResult struct {
 // Each run before it must have ended and failed.
 func ByResult(data []byte) (string, error) {
 	var r fileResult
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err := decodeFirst(string(data), &r); err != nil {
 		return "", fmt.Errorf("the result file: %w", err)
 	}
 	if r.State != "running" || r.BootID == "" || len(r.Attempts) == 0 {
@@ -137,4 +160,10 @@ func ByResult(data []byte) (string, error) {
 		return "", fmt.Errorf("the result file: the last run %+v; want it not ended, exit code -1", down)
 	}
 	return by, nil
+}
+
+// decodeFirst decodes the JSON value s starts with into v: the kernel's
+// messages share the serial console, and one may follow on the same line.
+func decodeFirst(s string, v any) error {
+	return json.NewDecoder(strings.NewReader(s)).Decode(v)
 }
