@@ -272,20 +272,19 @@ if [ -n "$MOUNT_TARGET" ]; then
 	mkdir -p /mnt/target && mount /dev/sda1 /mnt/target || echo "FIELD-MOUNT-FAILED"
 fi
 echo "FIELD-CLOCK $(date +%s.%N)"
-# The waiter's lines, on the console as it writes them: which run took the
-# machine down is read from them. From the engine's own file of the
-# waiter's output, watched for from before the action runs (a CLI started
-# after the action's exit came, under TCG, after HookOS's shutdown had
-# begun): containerd's task log (FIELD-WAITER, the lines as written), or
-# Docker's json-file log (FIELD-WAITER-DOCKER, each line in its JSON).
+# The waiter's lines, on the console as it writes them, each after
+# FIELD-WAITER: which run took the machine down is read from them. The
+# waiter is watched for from before the action runs, and followed from
+# its creation (a docker CLI started after the action's exit came, under
+# TCG, after HookOS's shutdown had begun): containerd's task log of it, or
+# docker logs.
 (
 	if [ "$RUNTIME" = containerd ]; then
 		until w=$(find /var/lib/containerd/io.containerd.grpc.v2.task -path '*-waitdaemon-waiter*' -name log 2>/dev/null | head -1); [ -n "$w" ]; do sleep 0.5; done
 		tail -n +1 -F "$w" 2>/dev/null | sed -u 's/^/FIELD-WAITER /'
 	else
-		until w=$(grep -l -- '-waitdaemon-waiter"' /var/lib/docker/containers/*/config.v2.json 2>/dev/null | head -1); [ -n "$w" ]; do sleep 0.5; done
-		d=${w%/config.v2.json}
-		tail -n +1 -F "$d/$(basename "$d")-json.log" 2>/dev/null | sed -u 's/^/FIELD-WAITER-DOCKER /'
+		until w=$(docker ps -a --filter name=-waitdaemon-waiter --format '{{.Names}}' 2>/dev/null | head -1); [ -n "$w" ]; do sleep 1; done
+		docker logs -f "$w" 2>&1 | sed -u 's/^/FIELD-WAITER /'
 	fi
 ) &
 echo FIELD-RUNNING

@@ -16,31 +16,8 @@ const (
 )
 
 // WaiterPrefix starts each line of the waiter's that the guest copies to
-// the console (runScript follows the waiter's output); after
-// WaiterDockerPrefix, the line is in a line of Docker's json-file log.
-const (
-	WaiterPrefix       = "FIELD-WAITER "
-	WaiterDockerPrefix = "FIELD-WAITER-DOCKER "
-)
-
-// waiterText is the waiter's own line in a line of the console, if it
-// is one.
-func waiterText(l string) (string, bool) {
-	if rest, ok := strings.CutPrefix(l, WaiterPrefix); ok {
-		return rest, true
-	}
-	rest, ok := strings.CutPrefix(l, WaiterDockerPrefix)
-	if !ok {
-		return "", false
-	}
-	var entry struct {
-		Log string `json:"log"`
-	}
-	if decodeFirst(rest, &entry) != nil {
-		return "", false
-	}
-	return entry.Log, true
-}
+// the console (runScript follows the waiter's output).
+const WaiterPrefix = "FIELD-WAITER "
 
 // ShutdownLine is the last line of HookOS's shutdown script: the grace,
 // the SIGKILL, the sync and the unmounts all ran.
@@ -84,7 +61,7 @@ func TookDown(lines []string, retries int, fallback bool) string {
 	started := false
 	var last *waiterLine
 	for _, l := range lines {
-		rest, ok := waiterText(l)
+		rest, ok := strings.CutPrefix(l, WaiterPrefix)
 		if !ok {
 			continue
 		}

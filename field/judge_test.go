@@ -63,7 +63,6 @@ func TestTookDown(t *testing.T) {
 		{"the retries spent", []string{started, failed("1"), failed("2")}, 1, true, ByFallback},
 		{"stayed up, no retries", []string{started, waiting, stayed}, 0, true, ByFallback},
 		{"failed, no fallback", []string{started, failed("1")}, 0, false, ByNothing},
-		{"in Docker's log", []string{WaiterDockerPrefix + `{"log":"{\"time\":\"t\",\"msg\":\"user container exited\",\"attempt\":1,\"exit_code\":1}\n","stream":"stdout","time":"t"}`}, 0, true, ByFallback},
 		{"a kernel message after it", []string{started, stayed + "[  152.367714] EXT4-fs (sda1): couldn't mount as ext3"}, 0, true, ByFallback},
 		{"not the waiter's", []string{`{"msg":"user container exited","attempt":1,"exit_code":1}`}, 0, true, ByNothing},
 	} {
