@@ -283,7 +283,7 @@ echo "FIELD-CLOCK $(date +%s.%N)"
 		until w=$(find /var/lib/containerd/io.containerd.grpc.v2.task -path '*-waitdaemon-waiter*' -name log 2>/dev/null | head -1); [ -n "$w" ]; do sleep 0.5; done
 		tail -n +1 -F "$w" 2>/dev/null | sed -u 's/^/FIELD-WAITER /'
 	else
-		until w=$(docker ps -a --filter name=-waitdaemon-waiter --format '{{.Names}}' 2>/dev/null | head -1); [ -n "$w" ]; do sleep 1; done
+		until w=$(docker ps -a --filter name=-waitdaemon-waiter --format '{{.Names}}' 2>/dev/null | head -1); [ -n "$w" ]; do sleep 3; done
 		docker logs -f "$w" 2>&1 | sed -u 's/^/FIELD-WAITER /'
 	fi
 ) &

@@ -55,12 +55,18 @@ type waiterLine struct {
 // ended ("user container exited") and failed; then the next, a retry
 // while retries are left, else the fallback. A run that ended and
 // succeeded took the machine down itself (a reboot that returns, and
-// init then resets). With no line of a run at all, nothing the waiter
-// started did.
+// init then resets). HookOS's init shutdown (its last line on the
+// console) with no run ended counts as the first run's: the SIGTERM it
+// starts with may end the console's copy of the waiter's lines before
+// the first came, and a fallback (reboot -f, poweroff -f) goes through
+// no init. With no line of a run at all, nothing the waiter started did.
 func TookDown(lines []string, retries int, fallback bool) string {
 	started := false
 	var last *waiterLine
 	for _, l := range lines {
+		if strings.HasPrefix(l, ShutdownLine) && last == nil {
+			started = true
+		}
 		rest, ok := strings.CutPrefix(l, WaiterPrefix)
 		if !ok {
 			continue
@@ -70,7 +76,7 @@ func TookDown(lines []string, retries int, fallback bool) string {
 			continue
 		}
 		switch w.Msg {
-		case "started user container", "waiting for the machine to go down":
+		case "started user container", "waiting for the machine to go down", "stopping; the user container runs on":
 			started = true
 		case "user container exited":
 			started, last = true, &w

@@ -40,6 +40,13 @@ func TestTookDown(t *testing.T) {
 	if got := TookDown(rec, 0, true); got != ByFallback {
 		t.Errorf("busybox reboot on systemd, recorded: taken down by %s; want %s", got, ByFallback)
 	}
+	// HookOS's reboot: init's shutdown signalled every process as the
+	// user container started, before the console's copy of the waiter's
+	// output had shown a line; the shutdown ran to its end.
+	rec = consoleLines(t, "testdata/hookos-reboot.console")
+	if got := TookDown(rec, 0, true); got != ByCommand {
+		t.Errorf("HookOS's reboot, recorded: taken down by %s; want %s", got, ByCommand)
+	}
 	w := func(s string) string { return WaiterPrefix + s }
 	started := w(`{"time":"t","msg":"started user container","user_container":"r-waitdaemon-user"}`)
 	waiting := w(`{"time":"t","msg":"waiting for the machine to go down","container":"u","down_within":30}`)
@@ -64,6 +71,8 @@ func TestTookDown(t *testing.T) {
 		{"stayed up, no retries", []string{started, waiting, stayed}, 0, true, ByFallback},
 		{"failed, no fallback", []string{started, failed("1")}, 0, false, ByNothing},
 		{"a kernel message after it", []string{started, stayed + "[  152.367714] EXT4-fs (sda1): couldn't mount as ext3"}, 0, true, ByFallback},
+		{"HookOS's init shut down", []string{"FIELD-RUNNER-EXIT 0", ShutdownLine + " signalled"}, 0, true, ByCommand},
+		{"init shut down after a failure", []string{started, failed("1"), ShutdownLine + " signalled"}, 0, true, ByFallback},
 		{"not the waiter's", []string{`{"msg":"user container exited","attempt":1,"exit_code":1}`}, 0, true, ByNothing},
 	} {
 		if got := TookDown(c.lines, c.retries, c.fallback); got != c.want {
