@@ -456,7 +456,7 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 		}
 		t.Logf("%s, as the next boot read it: %s", sc.Result, data)
 	}
-	if row.By, err = tookDown(sc, vm, data); err != nil {
+	if row.By, err = tookDown(sc, row.Outcome, vm, data); err != nil {
 		return fail("%v", err)
 	}
 	if err := checkBy(sc, row, vm); err != nil {
@@ -468,10 +468,14 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 	return row
 }
 
-// tookDown says which run took the machine down: from the result file
+// tookDown says which run took the machine down (none if it stayed up):
+// from the result file
 // the next boot read when there is one, which the waiter's lines on the
 // console must not contradict, else from those lines.
-func tookDown(sc Scenario, vm *VM, result []byte) (string, error) {
+func tookDown(sc Scenario, outcome string, vm *VM, result []byte) (string, error) {
+	if outcome == StayedUp {
+		return ByNothing, nil
+	}
 	var lines []string
 	for _, l := range vm.Lines() {
 		lines = append(lines, l.Text)

@@ -59,7 +59,10 @@ type waiterLine struct {
 // console) with no run ended counts as the first run's: the SIGTERM it
 // starts with may end the console's copy of the waiter's lines before
 // the first came, and a fallback (reboot -f, poweroff -f) goes through
-// no init. With no line of a run at all, nothing the waiter started did.
+// no init. With no line of a run at all, the first run did if it is the
+// only one the waiter can start (no retries, no fallback): a command that
+// takes the machine down at once (reboot -f) leaves no time for its line
+// to reach the console; else nothing the waiter started did.
 func TookDown(lines []string, retries int, fallback bool) string {
 	started := false
 	var last *waiterLine
@@ -83,6 +86,8 @@ func TookDown(lines []string, retries int, fallback bool) string {
 		}
 	}
 	switch {
+	case !started && retries == 0 && !fallback:
+		return ByCommand
 	case !started:
 		return ByNothing
 	case last == nil:

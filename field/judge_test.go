@@ -47,6 +47,12 @@ func TestTookDown(t *testing.T) {
 	if got := TookDown(rec, 0, true); got != ByCommand {
 		t.Errorf("HookOS's reboot, recorded: taken down by %s; want %s", got, ByCommand)
 	}
+	// reboot -f, the only run the waiter could start: the reset came
+	// before any line of the waiter's reached the console.
+	rec = consoleLines(t, "testdata/captainos-reboot-f.console")
+	if got := TookDown(rec, 0, false); got != ByCommand {
+		t.Errorf("reboot -f with no retry or fallback, recorded: taken down by %s; want %s", got, ByCommand)
+	}
 	w := func(s string) string { return WaiterPrefix + s }
 	started := w(`{"time":"t","msg":"started user container","user_container":"r-waitdaemon-user"}`)
 	waiting := w(`{"time":"t","msg":"waiting for the machine to go down","container":"u","down_within":30}`)
