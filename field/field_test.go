@@ -71,6 +71,7 @@ type Row struct {
 	Scenario, OS, Want, Outcome string
 	// Release is the one the runner copied.
 	Release          string
+	By               string // the run that took the machine down
 	ExitToDown, Wall time.Duration
 	// ExitToRemoved and ExitToReport: from the action's exit to the end of
 	// the worker's clean-up, and to its report.
@@ -249,7 +250,7 @@ func dockerBuild(t *testing.T, dir, tag string) {
 // went.
 const runScript = `#!/bin/sh
 . /field/env
-echo "FIELD-BOOTED pid1=$(cat /proc/1/comm) hostname=$(hostname) etc-hostname=$(cat /etc/hostname 2>/dev/null || echo none) cgroup=$(stat -fc %T /sys/fs/cgroup)"
+echo "FIELD-BOOTED pid1=$(cat /proc/1/comm) hostname=$(hostname) etc-hostname=$(cat /etc/hostname 2>/dev/null || echo none) cgroup=$(stat -fc %T /sys/fs/cgroup) boot_id=$(cat /proc/sys/kernel/random/boot_id)"
 n=0
 until ip -4 addr show scope global | grep -q inet; do
 	sleep 0.5
@@ -287,6 +288,21 @@ if [ "$RUNTIME" = containerd ] && [ "$RELEASE" != head ]; then
 	fi
 fi
 echo "FIELD-CLOCK $(date +%s.%N)"
+# The waiter's lines, on the console as it writes them, each after
+# FIELD-WAITER: which run took the machine down is read from them. The
+# waiter is watched for from before the action runs, and followed from
+# its creation (a docker CLI started after the action's exit came, under
+# TCG, after HookOS's shutdown had begun): containerd's task log of it, or
+# docker logs.
+(
+	if [ "$RUNTIME" = containerd ]; then
+		until w=$(find /var/lib/containerd/io.containerd.grpc.v2.task -path '*-waitdaemon-waiter*' -name log 2>/dev/null | head -1); [ -n "$w" ]; do sleep 0.5; done
+		tail -n +1 -F "$w" 2>/dev/null | sed -u 's/^/FIELD-WAITER /'
+	else
+		until w=$(docker ps -a --filter name=-waitdaemon-waiter --format '{{.Names}}' 2>/dev/null | head -1); [ -n "$w" ]; do sleep 3; done
+		docker logs -f "$w" 2>&1 | sed -u 's/^/FIELD-WAITER /'
+	fi
+) &
 echo FIELD-RUNNING
 /field/tinkagent -runtime "$RUNTIME" -socket "$SOCKET" -release "$RELEASE" -action /field/action.yaml
 echo "FIELD-RUNNER-EXIT $?"
@@ -308,6 +324,7 @@ if [ "$RUNTIME" = containerd ]; then
 	wait # the service's end would kill it
 else
 	echo "FIELD-CONTAINERS $(docker ps -a --format '{{.Names}}:{{.Status}}' | tr '\n' ' ')"
+	wait
 fi
 `
 
@@ -344,7 +361,7 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 	}
 	if sc.Disk {
 		m.Disk = filepath.Join(dir, "disk.img")
-		if err := MakeTargetDisk(m.Disk, img.Kernel, f.busybox); err != nil {
+		if err := MakeTargetDisk(m.Disk, img.Kernel, f.busybox, img.NextBoot); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -457,17 +474,161 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 	if sc.Want != StayedUp && row.ExitToDown < time.Duration(sc.Wait)*time.Second {
 		return fail("down %.1f s after the action's exit, before its WAIT_SECONDS=%d", row.ExitToDown.Seconds(), sc.Wait)
 	}
+	var data []byte
 	if sc.Result != "" {
-		data, err := ReadTargetFile(m.Disk, sc.Result)
-		if err != nil {
-			return fail("the next boot finds no result: %v", err)
-		}
-		t.Logf("%s on the target disk: %s", sc.Result, data)
-		if err := CheckResult(sc.Want, data); err != nil {
+		if data, err = f.nextBoot(t, vm, m, row.Outcome, sc.Result, dir); err != nil {
 			return fail("%v", err)
 		}
+		t.Logf("%s, as the next boot read it: %s", sc.Result, data)
+	}
+	if row.By, err = tookDown(sc, row.Outcome, vm, data); err != nil {
+		return fail("%v", err)
+	}
+	if err := checkBy(sc, row, vm); err != nil {
+		return fail("%v", err)
+	}
+	if err := checkBootFacts(sc.OS, vm); err != nil {
+		return fail("%v", err)
 	}
 	return row
+}
+
+// tookDown says which run took the machine down (none if it stayed up):
+// from the result file
+// the next boot read when there is one, which the waiter's lines on the
+// console must not contradict, else from those lines.
+func tookDown(sc Scenario, outcome string, vm *VM, result []byte) (string, error) {
+	if outcome == StayedUp {
+		return ByNothing, nil
+	}
+	var lines []string
+	for _, l := range vm.Lines() {
+		lines = append(lines, l.Text)
+	}
+	byLines := TookDown(lines, sc.Retries, sc.Fallback)
+	if result == nil {
+		return byLines, nil
+	}
+	byFile, err := ByResult(result)
+	if err != nil {
+		return "", err
+	}
+	// A run whose first line lost the race with the machine's end leaves
+	// the console with nothing: only a different run contradicts.
+	if byLines != byFile && byLines != ByNothing {
+		return "", fmt.Errorf("the result file says the %s took the machine down, the waiter's lines on the console the %s", byFile, byLines)
+	}
+	return byFile, nil
+}
+
+// checkBy checks that the run that should take the machine down did, and
+// within its bounds: with WAITDAEMON_DOWN_WITHIN, the template's own
+// command before WAIT_SECONDS + DOWN_WITHIN had passed since the action's
+// exit (else the fallback would have started); HookOS's init after
+// LinuxKit's 5 s grace, its shutdown run to its end.
+func checkBy(sc Scenario, row Row, vm *VM) error {
+	if row.By != sc.By {
+		return fmt.Errorf("the machine was taken down by %s; want %s", row.By, sc.By)
+	}
+	if row.By == ByCommand && sc.DownWithin > 0 && row.ExitToDown >= time.Duration(sc.Wait+sc.DownWithin)*time.Second {
+		return fmt.Errorf("down %.1f s after the action's exit, not before its WAIT_SECONDS + WAITDAEMON_DOWN_WITHIN (%d s)", row.ExitToDown.Seconds(), sc.Wait+sc.DownWithin)
+	}
+	if sc.InitShutdown && row.By == ByCommand {
+		if min := time.Duration(sc.Wait+LinuxKitGrace) * time.Second; row.ExitToDown < min {
+			return fmt.Errorf("down %.1f s after the action's exit, before WAIT_SECONDS + LinuxKit's %d s grace (%.0f s)", row.ExitToDown.Seconds(), LinuxKitGrace, min.Seconds())
+		}
+		if !slices.ContainsFunc(vm.Lines(), func(l Line) bool { return strings.HasPrefix(l.Text, ShutdownLine) }) {
+			return fmt.Errorf("HookOS's shutdown did not run to its end: no %s line", ShutdownLine)
+		}
+	}
+	return nil
+}
+
+// The facts each machine prints at boot (FIELD-BOOTED), as the OS it
+// stands for has them: CaptainOS's systemd with no /etc/hostname and
+// the hostname systemd falls back to; HookOS's init (busybox's, as
+// LinuxKit's, whose comm is init), the hostname its rcS sets; cgroup v2
+// on both.
+var bootFacts = map[string]map[string]string{
+	"captainos": {"pid1": "systemd", "hostname": "localhost", "etc-hostname": "none", "cgroup": "cgroup2fs"},
+	"hookos":    {"pid1": "init", "hostname": "hookos", "etc-hostname": "none", "cgroup": "cgroup2fs"},
+	"hookos26":  {"pid1": "init", "hostname": "hookos", "etc-hostname": "none", "cgroup": "cgroup2fs"},
+}
+
+// bootedLine is the FIELD-BOOTED line's facts.
+func bootedLine(vm *VM) map[string]string {
+	facts := map[string]string{}
+	for _, l := range vm.Lines() {
+		// systemd's terminal resets may come before it on the line.
+		if i := strings.Index(l.Text, "FIELD-BOOTED "); i >= 0 {
+			rest := l.Text[i+len("FIELD-BOOTED "):]
+			for _, kv := range strings.Fields(rest) {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					facts[k] = v
+				}
+			}
+			break
+		}
+	}
+	return facts
+}
+
+// checkBootFacts compares the facts os's machine printed at boot with
+// bootFacts.
+func checkBootFacts(os string, vm *VM) error {
+	got := bootedLine(vm)
+	for k, want := range bootFacts[os] {
+		if got[k] != want {
+			return fmt.Errorf("the machine booted with %s=%q; want %q, as %s has it (FIELD-BOOTED: %v)", k, got[k], want, os, got)
+		}
+	}
+	return nil
+}
+
+// nextBoot is the result file the next boot read from the target disk:
+// after a kexec, the second kernel's initrd, in the same machine; after a
+// reset or a shutdown, the same initrd booted again on the same disk.
+// The file's boot ID must be the boot's that wrote it, and not the next
+// boot's.
+func (f *field) nextBoot(t *testing.T, first *VM, m Machine, outcome, name, dir string) ([]byte, error) {
+	vm := first
+	if outcome != Kexec {
+		next := Machine{Kernel: m.Kernel, Initrd: NextBootInitrd(m.Disk), Append: cmdline + " field.boot=next", Disk: m.Disk, Log: m.Log}
+		if m.Log != nil {
+			fmt.Fprintf(m.Log, "# the next boot\n")
+		}
+		var err error
+		ndir := filepath.Join(dir, "next")
+		if err := os.MkdirAll(ndir, 0o755); err != nil {
+			return nil, err
+		}
+		if vm, err = next.Boot(context.Background(), ndir); err != nil {
+			return nil, err
+		}
+		defer vm.Kill()
+		ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
+		defer cancel()
+		if _, err := vm.WaitDown(ctx); err != nil {
+			return nil, fmt.Errorf("the next boot did not end: %v\n%s", err, consoleTail(vm, 20))
+		}
+	}
+	wrote := bootedLine(first)["boot_id"]
+	read, data, err := NextBootRead(vm.Lines(), name)
+	if err != nil {
+		return nil, fmt.Errorf("%v; the next boot's console:\n%s", err, consoleTail(vm, 20))
+	}
+	var r fileResult
+	if err := decodeFirst(string(data), &r); err != nil {
+		return nil, fmt.Errorf("the result file the next boot read: %w", err)
+	}
+	switch {
+	case wrote == "" || r.BootID != wrote:
+		return nil, fmt.Errorf("the result file's boot_id %q; want the boot's that wrote it, %q", r.BootID, wrote)
+	case r.BootID == read:
+		return nil, fmt.Errorf("the result file's boot_id %q is the next boot's own", r.BootID)
+	}
+	t.Logf("the next boot (%s) read %s, written in boot %s", read, name, wrote)
+	return data, nil
 }
 
 // engineUp is the engine and version the guest's FIELD-ENGINE-UP line
@@ -526,7 +687,7 @@ func printTable(rows []Row) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Printf("\n%-58s %-10s %-11s %-9s %-9s %12s %11s %10s %8s  %s\n", "scenario", "os", "release", "want", "outcome", "exit→removed", "exit→report", "exit→down", "wall", "note")
+	fmt.Printf("\n%-58s %-10s %-11s %-9s %-9s %-8s %12s %11s %10s %8s  %s\n", "scenario", "os", "release", "want", "outcome", "by", "exit→removed", "exit→report", "exit→down", "wall", "note")
 	for _, r := range rows {
 		e2d := "-"
 		if r.ExitToDown > 0 {
@@ -540,6 +701,10 @@ func printTable(rows []Row) {
 		if r.ExitToReport > 0 {
 			rm, rp = fmt.Sprintf("%.2f s", r.ExitToRemoved.Seconds()), fmt.Sprintf("%.2f s", r.ExitToReport.Seconds())
 		}
-		fmt.Printf("%-58s %-10s %-11s %-9s %-9s %12s %11s %10s %8s  %s\n", r.Scenario, r.OS, r.Release, r.Want, r.Outcome, rm, rp, e2d, wall, r.Note)
+		by := r.By
+		if by == "" {
+			by = "-"
+		}
+		fmt.Printf("%-58s %-10s %-11s %-9s %-9s %-8s %12s %11s %10s %8s  %s\n", r.Scenario, r.OS, r.Release, r.Want, r.Outcome, by, rm, rp, e2d, wall, r.Note)
 	}
 }

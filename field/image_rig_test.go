@@ -17,6 +17,9 @@ type Image struct {
 	OS     string // "captainos" or "hookos"
 	Kernel string
 	Initrd string
+	// NextBoot: the modules a small initrd needs to mount the target
+	// disk, a cpio archive.
+	NextBoot string
 }
 
 // BuildImage builds os's image with scripts/field-image.sh, or finds it
@@ -31,7 +34,7 @@ func BuildImage(ctx context.Context, repo, os string) (Image, time.Duration, err
 		return Image{}, 0, fmt.Errorf("building the %s image: %v\n%s", os, err, tail(stderr.String(), 30))
 	}
 	dir := strings.TrimSpace(string(out))
-	return Image{OS: os, Kernel: filepath.Join(dir, "vmlinuz"), Initrd: filepath.Join(dir, "root.cpio.zst")}, time.Since(start), nil
+	return Image{OS: os, Kernel: filepath.Join(dir, "vmlinuz"), Initrd: filepath.Join(dir, "root.cpio.zst"), NextBoot: filepath.Join(dir, "nextboot.cpio")}, time.Since(start), nil
 }
 
 // tail is s's last n lines.

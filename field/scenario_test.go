@@ -133,29 +133,6 @@ func TestCrc32c(t *testing.T) {
 	}
 }
 
-// TestCheckResult: the next boot's reading of the result file, on the
-// states docs/how-it-works.md shows.
-func TestCheckResult(t *testing.T) {
-	before := `{"action":"a","state":"running","exit_code":-1,"attempts":[{"attempt":1,"exit_code":-1,"ended":false}],"boot_id":"0b7e"}`
-	fallback := `{"action":"a","state":"running","exit_code":-1,"attempts":[{"attempt":1,"exit_code":1,"ended":true},{"attempt":2,"exit_code":1,"ended":true}],"fallback":{"exit_code":-1,"ended":false},"boot_id":"0b7e"}`
-	done := `{"action":"a","state":"done","exit_code":0,"attempts":[{"attempt":1,"exit_code":0,"ended":true}],"boot_id":"0b7e"}`
-	for _, c := range []struct {
-		want, data string
-		ok         bool
-	}{
-		{Kexec, before, true},
-		{Reset, fallback, true},
-		{Kexec, fallback, false},
-		{Reset, before, false},
-		{Kexec, done, false},
-		{Kexec, "", false},
-	} {
-		if err := CheckResult(c.want, []byte(c.data)); (err == nil) != c.ok {
-			t.Errorf("CheckResult(%s, %s) = %v, want ok %v", c.want, c.data, err, c.ok)
-		}
-	}
-}
-
 // TestByRelease: every template runs under the oldest release the
 // field's table gives it, which its first line claims, and under HEAD,
 // on each OS it is for, and the table names no template that is gone.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds one of the field's machines from Debian trixie's packages and
 # the project's own engine builds, and prints the directory that holds it:
-# vmlinuz (Debian's kernel) and root.cpio.zst (the whole root as an
-# initramfs). Cached under /var/cache/waitdaemon/field/, keyed on a hash
+# vmlinuz (Debian's kernel), root.cpio.zst (the whole root as an
+# initramfs) and nextboot.cpio (the modules a small initrd needs to mount
+# the target disk). Cached under /var/cache/waitdaemon/field/, keyed on a hash
 # of this script, the package list, the modules and the binaries it
 # copies in; everything else goes to stderr.
 #
@@ -114,6 +115,29 @@ if [ "$os" = customize ]; then
 	done
 	chroot "$root" depmod "$kver"
 	echo "$modules" | tr ' \t' '\n\n' | sed '/^$/d' >"$root/etc/modules-field"
+
+	# The next boot's modules: what mounting the target disk takes,
+	# uncompressed and in load order, for the busybox initrd that reads
+	# the result file after a kexec or a reset (field/disk_rig_test.go).
+	nb=$work/nextboot
+	mkdir -p "$nb/modules"
+	: >"$nb/modules/order"
+	for m in virtio_pci virtio_scsi sd_mod crc32c_generic ext4; do
+		chroot "$root" modprobe -S "$kver" --show-depends "$m" | while read -r what path _; do
+			[ "$what" = insmod ] || continue
+			name=$(basename "$path")
+			name=${name%.xz}
+			name=${name%.zst}
+			grep -qx "$name" "$nb/modules/order" && continue
+			case $path in
+			*.xz) xz -dc "$root$path" ;;
+			*.zst) zstd -dcq "$root$path" ;;
+			*) cat "$root$path" ;;
+			esac >"$nb/modules/$name"
+			echo "$name" >>"$nb/modules/order"
+		done
+	done
+	(cd "$nb" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet) >"$work/nextboot.cpio"
 
 	# As CaptainOS boots: no hostname set at build time, a new machine ID
 	# at each boot.
@@ -242,15 +266,20 @@ ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0
 ip route add default via 10.0.2.2
 EOF
-		# LinuxKit's rc.shutdown: signal every process, wait 5 s, kill,
-		# unmount.
+		# LinuxKit's shutdown (rc.init): signal every process, wait 5 s,
+		# kill, sync, unmount. kill(-1) spares only its caller and PID 1,
+		# so the shell signals from its own process (its builtin kill), as
+		# rc.init does: an external kill would take the shell down with the
+		# rest, and nothing after it would run. Its last line says that all
+		# of it ran.
 		cat >"$root/etc/rc.shutdown" <<'EOF'
 #!/bin/busybox sh
-/bin/busybox kill -15 -1
+kill -TERM -1
 /bin/busybox sleep 5
-/bin/busybox kill -9 -1
+kill -KILL -1
 /bin/busybox sync
 /bin/busybox umount -a -r 2>/dev/null
+echo "FIELD-SHUTDOWN signalled, killed after 5 s, synced, unmounted" >/dev/console
 EOF
 		cat >"$root/etc/init.d/engine" <<'EOF'
 #!/bin/busybox sh
@@ -299,7 +328,7 @@ key=$(
 	} | sha256sum | cut -c1-16
 )
 out=$cache/field/$os-$key
-if [ -s "$out/root.cpio.zst" ] && [ -s "$out/vmlinuz" ]; then
+if [ -s "$out/root.cpio.zst" ] && [ -s "$out/vmlinuz" ] && [ -s "$out/nextboot.cpio" ]; then
 	echo "$out"
 	exit 0
 fi
@@ -317,6 +346,6 @@ mmdebstrap --variant=minbase --mode=root --aptopt='APT::Install-Recommends "fals
 say "packing the root"
 (cd "$work/root" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet) | zstd -q -T0 -3 >"$work/root.cpio.zst"
 mkdir -p "$out"
-mv "$work/vmlinuz" "$work/root.cpio.zst" "$work/kernel-version" "$out/"
+mv "$work/vmlinuz" "$work/root.cpio.zst" "$work/nextboot.cpio" "$work/kernel-version" "$out/"
 say "$os built in $(($(date +%s) - start)) s: $(du -sh "$out/root.cpio.zst" | cut -f1)"
 echo "$out"

@@ -1,10 +1,16 @@
 // Command kexec is the field's kexec action, a stand-in for Tinkerbell's
-// (quay.io/tinkerbell/actions/kexec) that does what it does: it mounts
-// BLOCK_DEVICE (FS_TYPE) at /mountAction, loads the kernel and initrd
-// found there with kexec_file_load, and reboots into them with
-// LINUX_REBOOT_CMD_KEXEC. KERNEL_PATH, INITRD_PATH and CMD_LINE name them;
-// without KERNEL_PATH, the first menu entry of /boot/grub/grub.cfg does.
-// It needs the host's pid namespace and privileges, as the real one does.
+// (quay.io/tinkerbell/actions/kexec) that does what it does: it makes
+// /mountAction with mkdir(2) (so a second run in the same container
+// fails), mounts BLOCK_DEVICE (FS_TYPE) there, loads the kernel and
+// initrd found there with kexec_file_load, and reboots into them with
+// LINUX_REBOOT_CMD_KEXEC, neither syncing nor unmounting first. An error
+// before the reboot exits 1; the reboot's own error is said and ignored,
+// and it exits 0, the machine still up. KERNEL_PATH, INITRD_PATH and
+// CMD_LINE name the kernel; without KERNEL_PATH, the first menu entry of
+// /boot/grub/grub.cfg does. FIELD_KEXEC_UNLOAD, the field's own, unloads
+// the kernel before the reboot, which then fails (EINVAL, as with no
+// kernel loaded): a kexec that exits 0 and leaves the machine up. It needs
+// the host's pid namespace and privileges, as the real one does.
 package main
 
 import (
@@ -20,56 +26,97 @@ import (
 // sysKexecFileLoad is kexec_file_load(2)'s number on amd64.
 const sysKexecFileLoad = 320
 
-const mnt = "/mountAction"
+// kexec_file_load's flags.
+const (
+	kexecFileUnload      = 0x1
+	kexecFileNoInitramfs = 0x4
+)
+
+// system is the calls a run makes to the kernel.
+type system struct {
+	mount  func(dev, dir, fs string) error
+	load   func(kernel, initrd *os.File, cmdline string) error
+	unload func() error
+	reboot func() error
+}
+
+var kernel = system{
+	mount: func(dev, dir, fs string) error { return syscall.Mount(dev, dir, fs, 0, "") },
+	load: func(k, initrd *os.File, cmdline string) error {
+		initrdFd, flags := uintptr(0), uintptr(kexecFileNoInitramfs)
+		if initrd != nil {
+			initrdFd, flags = initrd.Fd(), 0
+		}
+		cl := append([]byte(cmdline), 0)
+		if _, _, e := syscall.Syscall6(sysKexecFileLoad, k.Fd(), initrdFd, uintptr(len(cl)), uintptr(unsafe.Pointer(&cl[0])), flags, 0); e != 0 {
+			return fmt.Errorf("kexec_file_load: %w", e)
+		}
+		return nil
+	},
+	unload: func() error {
+		if _, _, e := syscall.Syscall6(sysKexecFileLoad, ^uintptr(0), ^uintptr(0), 0, 0, kexecFileUnload, 0); e != 0 {
+			return fmt.Errorf("kexec_file_load (unload): %w", e)
+		}
+		return nil
+	},
+	reboot: func() error { return syscall.Reboot(syscall.LINUX_REBOOT_CMD_KEXEC) },
+}
+
+const mountAction = "/mountAction"
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(kernel, mountAction, os.Getenv); err != nil {
 		fmt.Println("kexec:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	dev, fs := os.Getenv("BLOCK_DEVICE"), os.Getenv("FS_TYPE")
+func run(s system, mnt string, getenv func(string) string) error {
+	dev, fs := getenv("BLOCK_DEVICE"), getenv("FS_TYPE")
 	if dev == "" || fs == "" {
 		return fmt.Errorf("BLOCK_DEVICE=%q FS_TYPE=%q: want a block device and its file system type, like /dev/sda1 and ext4", dev, fs)
 	}
-	if err := os.MkdirAll(mnt, 0o755); err != nil {
-		return err
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		return fmt.Errorf("making the mount point: %w", err)
 	}
-	if err := syscall.Mount(dev, mnt, fs, 0, ""); err != nil {
+	if err := s.mount(dev, mnt, fs); err != nil {
 		return fmt.Errorf("mounting %s (%s) at %s: %w", dev, fs, mnt, err)
 	}
-	kernel, initrd, cmdline := os.Getenv("KERNEL_PATH"), os.Getenv("INITRD_PATH"), os.Getenv("CMD_LINE")
-	if kernel == "" {
+	kernelPath, initrd, cmdline := getenv("KERNEL_PATH"), getenv("INITRD_PATH"), getenv("CMD_LINE")
+	if kernelPath == "" {
 		var err error
-		if kernel, initrd, cmdline, err = grub(filepath.Join(mnt, "boot/grub/grub.cfg")); err != nil {
+		if kernelPath, initrd, cmdline, err = grub(filepath.Join(mnt, "boot/grub/grub.cfg")); err != nil {
 			return err
 		}
 	}
-	kf, err := os.Open(filepath.Join(mnt, kernel))
+	kf, err := os.Open(filepath.Join(mnt, kernelPath))
 	if err != nil {
 		return fmt.Errorf("the kernel: %w", err)
 	}
 	defer kf.Close()
-	initrdFd, flags := uintptr(0), uintptr(0x4) // KEXEC_FILE_NO_INITRAMFS
+	var inf *os.File
 	if initrd != "" {
-		f, err := os.Open(filepath.Join(mnt, initrd))
-		if err != nil {
+		if inf, err = os.Open(filepath.Join(mnt, initrd)); err != nil {
 			return fmt.Errorf("the initrd: %w", err)
 		}
-		defer f.Close()
-		initrdFd, flags = f.Fd(), 0
+		defer inf.Close()
 	}
-	cl := append([]byte(cmdline), 0)
-	fmt.Printf("kexec: loading %s, %s, %q\n", kernel, initrd, cmdline)
-	if _, _, e := syscall.Syscall6(sysKexecFileLoad, kf.Fd(), initrdFd, uintptr(len(cl)), uintptr(unsafe.Pointer(&cl[0])), flags, 0); e != 0 {
-		return fmt.Errorf("kexec_file_load: %w", e)
+	fmt.Printf("kexec: loading %s, %s, %q\n", kernelPath, initrd, cmdline)
+	if err := s.load(kf, inf, cmdline); err != nil {
+		return err
 	}
-	_ = syscall.Unmount(mnt, 0)
-	syscall.Sync()
+	if getenv("FIELD_KEXEC_UNLOAD") != "" {
+		fmt.Println("kexec: unloading it (FIELD_KEXEC_UNLOAD), so that the reboot fails")
+		if err := s.unload(); err != nil {
+			return err
+		}
+	}
 	fmt.Println("kexec: rebooting into it")
-	return syscall.Reboot(syscall.LINUX_REBOOT_CMD_KEXEC)
+	if err := s.reboot(); err != nil {
+		// As Tinkerbell's: the error is ignored, and the action succeeds.
+		fmt.Println("kexec: reboot(2):", err)
+	}
+	return nil
 }
 
 // grub reads the first menu entry's linux and initrd lines.
