@@ -304,7 +304,7 @@ echo "FIELD-CLOCK $(date +%s.%N)"
 	fi
 ) &
 echo FIELD-RUNNING
-/field/tinkagent -runtime "$RUNTIME" -socket "$SOCKET" -release "$RELEASE" -action /field/action.yaml
+/field/tinkagent $RUNNER_FLAGS -runtime "$RUNTIME" -socket "$SOCKET" -release "$RELEASE" -action /field/action.yaml
 echo "FIELD-RUNNER-EXIT $?"
 if [ "$RUNTIME" = containerd ]; then
 	echo "FIELD-CONTAINERS $(ctr -n tinkerbell containers list -q | tr '\n' ' ')"
@@ -342,7 +342,8 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 	defer os.RemoveAll(dir)
 	env := "RUNTIME=docker\nSOCKET=/var/run/docker.sock\n"
 	if sc.OS == "captainos" {
-		env = "RUNTIME=containerd\nSOCKET=/run/containerd/containerd.sock\n"
+		// CNI, as tink-agent sets it up on CaptainOS.
+		env = "RUNTIME=containerd\nSOCKET=/run/containerd/containerd.sock\nRUNNER_FLAGS=-cni\n"
 	}
 	if sc.MountTarget {
 		env += "MOUNT_TARGET=1\n"
@@ -431,6 +432,17 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 	t.Logf("%s under %s: %s, exit code %d, %.1f s after QEMU started; removed %.2f s later, reported %.2f s after the exit", sc.OS, sc.Release, ended.Msg, ended.ExitCode, exitAt.Sub(start).Seconds(), row.ExitToRemoved.Seconds(), row.ExitToReport.Seconds())
 	if got := engineUp(vm); got != engines[sc.OS] {
 		return fail("the machine runs %q; want %q", got, engines[sc.OS])
+	}
+	if sc.OS == "captainos" {
+		hostNet, err := onHostNetwork(sc.Action, sc.Release)
+		if err != nil {
+			return fail("%v", err)
+		}
+		teardown, err := CheckCaptainOS(vm.Lines(), hostNet, exit.At)
+		if err != nil {
+			return fail("%v", err)
+		}
+		t.Logf("CaptainOS as shipped; the action on the host's network: %v; its CNI network taken down in %v, before the report", hostNet, teardown)
 	}
 
 	if sc.Want != StayedUp && (ended.Msg != "action exited" || ended.ExitCode != 0) {

@@ -9,7 +9,10 @@
 #
 #   scripts/field-image.sh captainos   systemd PID 1, networkd DHCP, no
 #                                      /etc/hostname, containerd 2.2.1 on
-#                                      runc 1.4, as CaptainOS
+#                                      runc 1.4 with its CRI plugin
+#                                      disabled, CNI's plugins and bridge
+#                                      conflist, systemd-resolved without
+#                                      its stub, as CaptainOS
 #   scripts/field-image.sh hookos      busybox init PID 1 with LinuxKit's
 #                                      shutdown, Docker 28.2.2 on
 #                                      containerd 1.7.27 and runc 1.2.6,
@@ -42,13 +45,19 @@ say() { echo "field-image: $*" >&2; }
 # ext4 asks the crypto API for crc32c (metadata checksums), which no
 # depends line names: without it, mounting the target disk fails, ENOENT.
 modules_common="virtio_pci virtio_net virtio_blk virtio_scsi sd_mod ext4 crc32c_generic overlay"
+# CNI's bridge, its masquerade and its firewall, with iptables-nft.
+modules_captainos="bridge veth nf_tables nft_compat nft_chain_nat nft_masq nf_nat nf_conntrack
+	xt_MASQUERADE xt_addrtype xt_conntrack xt_comment xt_mark xt_multiport"
 modules_hookos="bridge br_netfilter veth nf_tables nft_compat nft_chain_nat nft_masq nf_nat nf_conntrack
 	xt_MASQUERADE xt_addrtype xt_conntrack xt_nat xt_mark xt_comment iptable_nat iptable_filter ip6table_nat ip6table_filter"
 
 case $os in
 captainos)
-	packages="systemd systemd-sysv udev dbus kmod iproute2 libseccomp2"
-	modules="$modules_common"
+	# Debian's containernetworking-plugins: CaptainOS's CNI plugins
+	# (bridge, host-local, loopback, portmap, firewall, tuning), which
+	# run iptables.
+	packages="systemd systemd-sysv systemd-resolved udev dbus kmod iproute2 iptables libseccomp2 containernetworking-plugins"
+	modules="$modules_common $modules_captainos"
 	;;
 hookos | hookos26)
 	packages="docker-cli busybox-static kmod iproute2 iptables"
@@ -72,7 +81,7 @@ runc_dir=$cache/runc-v1.4.0
 if [ "$os" = customize ]; then
 	os=$2 root=$3 work=$4
 	case $os in
-	captainos) modules="$modules_common" ;;
+	captainos) modules="$modules_common $modules_captainos" ;;
 	hookos | hookos26) modules="$modules_common $modules_hookos" ;;
 	esac
 
@@ -167,17 +176,100 @@ EOF
 		install -m 755 "$containerd_dir/containerd" "$containerd_dir/containerd-shim-runc-v2" "$containerd_dir/ctr" \
 			"$runc_dir/runc" "$root/usr/local/bin/"
 		mkdir -p "$root/etc/containerd/certs.d/$registry"
+		# CaptainOS's config.toml (mkosi.extra/etc/containerd): the CRI
+		# plugin disabled.
 		cat >"$root/etc/containerd/config.toml" <<'EOF'
 version = 3
-root = "/var/lib/containerd"
-state = "/run/containerd"
+root = '/var/lib/containerd'
+state = '/run/containerd'
+
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.internal.v1.opt"]
 
 [grpc]
-  address = "/run/containerd/containerd.sock"
+  address = '/run/containerd/containerd.sock'
 
 [plugins.'io.containerd.cri.v1.images'.registry]
-  config_path = "/etc/containerd/certs.d"
+  config_path = '/etc/containerd/certs.d'
+
+[plugins.'io.containerd.cri.v1.runtime'.containerd]
+  default_runtime_name = 'runc'
+
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+  runtime_type = 'io.containerd.runc.v2'
+
+[plugins.'io.containerd.cri.v1.runtime'.cni]
+  bin_dirs = ['/opt/cni/bin']
+  conf_dir = '/etc/cni/net.d'
 EOF
+		# CNI as CaptainOS has it: the plugins in /opt/cni/bin (Debian
+		# keeps them in /usr/lib/cni) and its bridge conflist
+		# (mkosi.extra/etc/cni/net.d), which tink-agent reads.
+		mkdir -p "$root/opt/cni/bin" "$root/etc/cni/net.d"
+		for p in "$root"/usr/lib/cni/*; do ln -s "/usr/lib/cni/${p##*/}" "$root/opt/cni/bin/${p##*/}"; done
+		cat >"$root/etc/cni/net.d/10-bridge.conflist" <<'EOF'
+{
+  "cniVersion": "1.0.0",
+  "name": "bridge",
+  "nerdctlID": "bridge",
+  "nerdctlLabels": {
+    "nerdctl/default-network": "true"
+  },
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "cni0",
+      "isGateway": true,
+      "ipMasq": true,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [
+          [
+            {
+              "subnet": "172.17.0.0/23",
+              "gateway": "172.17.0.1"
+            }
+          ]
+        ],
+        "routes": [
+          {
+            "dst": "0.0.0.0/0"
+          }
+        ]
+      }
+    },
+    {
+      "type": "portmap",
+      "capabilities": {
+        "portMappings": true
+      }
+    },
+    {
+      "type": "firewall",
+      "ingressPolicy": "same-bridge"
+    },
+    {
+      "type": "tuning"
+    }
+  ]
+}
+EOF
+		# systemd-resolved without its stub listener, /etc/resolv.conf a
+		# link to the upstream servers' file (resolved.conf.d/no-stub.conf,
+		# mkosi.finalize).
+		mkdir -p "$root/etc/systemd/resolved.conf.d"
+		printf '[Resolve]\nDNSStubListener=no\n' >"$root/etc/systemd/resolved.conf.d/no-stub.conf"
+		ln -sf /run/systemd/resolve/resolv.conf "$root/etc/resolv.conf"
+		# What the machine has of CaptainOS, said on the console before
+		# the runner starts (containerd is up: Type=notify).
+		cat >"$root/usr/local/bin/field-shipped" <<'EOF'
+#!/bin/sh
+cri=$(/usr/local/bin/ctr plugins ls | awk '$1 == "io.containerd.grpc.v1" && $2 == "cri" {print $NF; f = 1} END {if (!f) print "absent"}')
+stub=no
+ss -Hln src 127.0.0.53 | grep -q . && stub=yes
+echo "FIELD-CAPTAINOS cni-plugins=$(ls /opt/cni/bin | tr '\n' , | sed 's/,$//') cni-conf=$(ls /etc/cni/net.d | tr '\n' , | sed 's/,$//') resolv-conf=$(readlink /etc/resolv.conf || echo not-a-link) resolved=$(systemctl is-active systemd-resolved) stub-listener=$stub cri=$cri"
+EOF
+		chmod 755 "$root/usr/local/bin/field-shipped"
 		# What tink-agent-setup writes for insecure_registries=.
 		cat >"$root/etc/containerd/certs.d/$registry/hosts.toml" <<EOF
 server = "http://$registry"
@@ -214,6 +306,7 @@ ConditionPathExists=/field/run
 
 [Service]
 Type=exec
+ExecStartPre=/usr/local/bin/field-shipped
 ExecStart=/field/run
 StandardOutput=tty
 StandardError=tty
@@ -233,7 +326,7 @@ DHCP=yes
 UseHostname=yes
 EOF
 		cp "$root/etc/modules-field" "$root/etc/modules-load.d/field.conf"
-		chroot "$root" systemctl enable systemd-networkd.service containerd.service field-runner.service >&2
+		chroot "$root" systemctl enable systemd-networkd.service systemd-resolved.service containerd.service field-runner.service >&2
 		chroot "$root" systemctl mask serial-getty@ttyS0.service getty@tty1.service >&2
 		;;
 	hookos | hookos26)

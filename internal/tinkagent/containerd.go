@@ -35,6 +35,11 @@ type Containerd struct {
 	// seam for an action the agent would not make (its actions are
 	// always privileged).
 	Spec func(spec []byte) []byte
+	// CNI, if set, is the network each action not on the host's network
+	// joins once its task exists, and leaves before its task's delete, as
+	// every release's containerd runtime does (CaptainOS ships one); nil,
+	// none: the action has loopback alone.
+	CNI *CNI
 }
 
 // Container is an action's container, made by Create.
@@ -48,6 +53,8 @@ type Container struct {
 
 	c      *containerdapi.Client
 	etc    *etcFiles
+	cni    *CNI
+	net    *Attachment
 	fifos  *fifos
 	output *relay
 }
@@ -190,8 +197,16 @@ func (r *Containerd) Create(ctx context.Context, a Action) (_ *Container, err er
 	if ctr.fifos, err = newFIFOs(FIFODir, ctr.output); err != nil {
 		return nil, fmt.Errorf("action %s: its output's FIFOs: %w", a.Name, err)
 	}
-	if _, err := r.C.TaskCreate(ctx, id, containerdapi.TaskSpec{Rootfs: mounts, Stdout: ctr.fifos.paths[0], Stderr: ctr.fifos.paths[1]}); err != nil {
+	pid, err := r.C.TaskCreate(ctx, id, containerdapi.TaskSpec{Rootfs: mounts, Stdout: ctr.fifos.paths[0], Stderr: ctr.fifos.paths[1]})
+	if err != nil {
 		return nil, fmt.Errorf("creating the task of action %s: %w", a.Name, err)
+	}
+	// The CNI network, on the task's network namespace before its start
+	// (c.CNI.Setup with /proc/<pid>/ns/net); a failed setup is logged and
+	// the action runs without a network, as the agent's.
+	if r.CNI != nil && !hostNetwork {
+		ctr.cni = r.CNI
+		ctr.net, _ = r.CNI.Setup(ctx, id, fmt.Sprintf("/proc/%d/ns/net", pid))
 	}
 	return ctr, nil
 }
@@ -342,11 +357,15 @@ func (c *Container) Run(ctx context.Context) (Result, error) {
 // Output is what the action has written so far.
 func (c *Container) Output() string { return c.output.String() }
 
-// Finish is what the agent does once the action has ended: it deletes
-// the task; a failed action's container is kept, a successful one's
-// deleted with its snapshot; the /etc files are deleted either way.
+// Finish is what the agent does once the action has ended, in its
+// deferred calls' order: it takes the action off its CNI network (the
+// task's namespace path, gone with its process by then), deletes the
+// task; a failed action's container is kept, a successful one's deleted
+// with its snapshot; the /etc files are deleted either way.
 func (c *Container) Finish(ctx context.Context, res Result) error {
 	var errs []error
+	// The CNI network's removal is logged, not reported, by the agent.
+	c.removeNetwork(ctx)
 	if _, err := c.c.TaskDelete(ctx, c.ID); err != nil && !errors.Is(err, containerdapi.ErrNotFound) {
 		errs = append(errs, fmt.Errorf("deleting the task of action %s: %w", c.Name, err))
 	}
@@ -368,8 +387,18 @@ func (c *Container) Finish(ctx context.Context, res Result) error {
 	return errors.Join(errs...)
 }
 
+// removeNetwork takes the container off its CNI network, if it joined
+// one, once.
+func (c *Container) removeNetwork(ctx context.Context) {
+	if c.cni != nil && c.net != nil {
+		_ = c.cni.Remove(ctx, c.net)
+		c.net = nil
+	}
+}
+
 // remove undoes a Create that failed half-way.
 func (c *Container) remove(ctx context.Context) {
+	c.removeNetwork(ctx)
 	_, _ = c.c.TaskDelete(ctx, c.ID)
 	c.fifos.close()
 	_ = c.c.ContainerDelete(ctx, c.ID)

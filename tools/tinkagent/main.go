@@ -2,7 +2,7 @@
 // does, on containerd or Docker (package internal/tinkagent): a test rig
 // for machines that have no Tinkerbell server, such as the VM suite's.
 //
-//	tinkagent -runtime containerd|docker -socket PATH [-namespace tinkerbell] [-release head] -action FILE
+//	tinkagent -runtime containerd|docker -socket PATH [-namespace tinkerbell] [-release head] [-cni] -action FILE
 //
 // FILE is one action as a template writes it, or a whole template of one
 // task of one action, read as -release reads it: tink-worker, v0.23,
@@ -18,6 +18,10 @@
 // -unprivileged, for Docker engines that cannot start a privileged
 // container, leaves out Privileged, which the agent always sets, and
 // gives the action CAP_SYS_BOOT alone.
+// -cni gives each containerd action that is not on the host's network the
+// CNI network of /etc/cni/net.d's first conflist, with /opt/cni/bin's
+// plugins, as tink-agent does on CaptainOS; its setup and teardown are
+// logged to stderr.
 package main
 
 import (
@@ -55,6 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	file := fs.String("action", "", "a file holding one action of a template, in YAML")
 	release := fs.String("release", "head", "the Tinkerbell whose server and worker to copy: tink-worker, v0.23, v0.24, v0.25 or head")
 	unprivileged := fs.Bool("unprivileged", false, "docker: leave out Privileged (CAP_SYS_BOOT alone instead), for an engine that cannot start a privileged container")
+	cni := fs.Bool("cni", false, "containerd: give each action not on the host's network the CNI network of "+tinkagent.CNIConfDir+"'s first conflist (else tink-agent's bridge), its plugins from "+tinkagent.CNIBinDir+", as tink-agent does; off unless asked, so that a host's own networks are left alone")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -87,8 +92,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var r runner
 	switch *runtime {
 	case "containerd":
-		r = &tinkagent.Containerd{C: &containerdapi.Client{Socket: *socket, Namespace: *namespace}, Output: stderr}
+		c := &tinkagent.Containerd{C: &containerdapi.Client{Socket: *socket, Namespace: *namespace}, Output: stderr}
+		if *cni {
+			if c.CNI, err = tinkagent.LoadCNI(tinkagent.CNIConfDir, tinkagent.CNIBinDir); err != nil {
+				return bad("-cni: %v", err)
+			}
+			c.CNI.Log = stderr
+		}
+		r = c
 	case "docker":
+		if *cni {
+			return bad("-cni: want -runtime containerd (Docker's actions have Docker's networks)")
+		}
 		r = &tinkagent.Docker{C: &dockerapi.Client{Socket: *socket}, Output: stderr, Unprivileged: *unprivileged}
 	default:
 		return bad("-runtime %q: want containerd or docker", *runtime)

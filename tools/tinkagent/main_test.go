@@ -34,6 +34,7 @@ func TestBadInput(t *testing.T) {
 		{"a missing file", []string{"-runtime", "docker", "-socket", sock, "-action", filepath.Join(dir, "none.yaml")}, "none.yaml: no such file"},
 		{"no image", []string{"-runtime", "docker", "-socket", sock, "-action", bad}, "bad.yaml: an action needs a name and an image"},
 		{"a release unknown", []string{"-runtime", "docker", "-socket", sock, "-release", "v0.22", "-action", good}, `-release: release "v0.22": want one of tink-worker, v0.23, v0.24, v0.25, head`},
+		{"-cni on docker", []string{"-runtime", "docker", "-cni", "-socket", sock, "-action", good}, "-cni: want -runtime containerd"},
 		{"an argument", []string{"-runtime", "docker", "-socket", sock, "-action", good, "more"}, `unexpected arguments ["more"]`},
 		{"a flag unknown", []string{"-runtime", "docker", "-socket", sock, "-action", good, "-x"}, "flag provided but not defined: -x"},
 	} {
