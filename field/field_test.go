@@ -213,7 +213,6 @@ func setUp(t *testing.T) *field {
 			t.Fatal(err)
 		}
 	}
-	pushTinkWorker(t, f.registry, runner)
 	return f
 }
 

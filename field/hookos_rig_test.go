@@ -3,8 +3,6 @@ package field
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,11 +10,11 @@ import (
 
 // The HookOS-like machines run the runner as HookOS runs tink-agent: in a
 // Docker container that hook-bootkit creates (tinkerbell/hook,
-// images/hook-bootkit), from an image pulled from the registry.
-const (
-	tinkWorkerLocal = "waitdaemon-field-tink-worker:latest"
-	tinkWorkerImage = RegistryName + "/tink-worker:latest"
-)
+// images/hook-bootkit), from an image that holds the runner alone,
+// imported at boot from the scenario's files, as an image embedded in
+// HookOS is there before hook-bootkit looks (pulling it took 40-70 s
+// under TCG on two busy cores).
+const tinkWorkerImage = "tink-worker:field"
 
 // tinkWorkerMounts are hook-bootkit's binds for the tink-worker
 // container, as its HostConfig.Mounts; their sources resolve in
@@ -40,9 +38,10 @@ var hookDockerBinds = [][2]string{
 }
 
 // bootkitScript is what /field/run runs on a HookOS-like machine in place
-// of the runner: it says how hook-docker runs, then does what
-// hook-bootkit does (pull the worker's image, remove any tink-worker,
-// create it with hook-bootkit's settings, start it), waits for the runner
+// of the runner: it says how hook-docker runs, imports the worker's
+// image, then does what hook-bootkit does with it (remove any
+// tink-worker, create it with hook-bootkit's settings, start it), waits
+// for the runner
 // to end and exits with its code. The action is in /worker, which
 // hook-docker binds from the host's /var/run/worker.
 var bootkitScript = `#!/bin/sh
@@ -52,12 +51,9 @@ echo "FIELD-HOOK-DOCKER mnt=$(ns $d mnt) host-mnt=$(ns 1 mnt) pid=$(ns $d pid) h
 /bin/busybox awk '{print "FIELD-HOOK-DOCKER-MOUNT " $5 " " $4}' /proc/$d/mountinfo
 echo "FIELD-DOCKER-INFO $(docker info --format '{"LoggingDriver":{{json .LoggingDriver}},"Debug":{{json .Debug}}}')"
 image=` + tinkWorkerImage + `
-n=0
-until docker pull -q "$image" >/dev/null; do
-	n=$((n+1))
-	[ $n = 10 ] && { echo "FIELD-BOOTKIT pulling $image failed"; exit 1; }
-	sleep 2
-done
+mkdir -p /tmp/tink-worker && cp /field/tinkagent /tmp/tink-worker/
+/bin/busybox tar -C /tmp/tink-worker -c tinkagent | docker import -c 'ENTRYPOINT ["/tinkagent"]' - "$image" >/dev/null ||
+	{ echo "FIELD-BOOTKIT importing $image failed"; exit 1; }
 docker rm -f tink-worker >/dev/null 2>&1
 cp /field/action.yaml /var/run/worker/action.yaml
 docker create --name tink-worker --privileged --network host \
@@ -74,22 +70,6 @@ code=$(docker wait tink-worker)
 docker logs tink-worker 2>/dev/null | sed 's/^/FIELD-RUNNER-LOG /'
 exit "$code"
 `
-
-// pushTinkWorker builds the worker's image, FROM scratch with the runner
-// alone, and pushes it to the registry, where the HookOS-like machines
-// pull it.
-func pushTinkWorker(t *testing.T, r *Registry, runner string) {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tink-worker")
-	copyFile(t, runner, filepath.Join(dir, "tinkagent"))
-	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM scratch\nCOPY tinkagent /tinkagent\nENTRYPOINT [\"/tinkagent\"]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dockerBuild(t, dir, tinkWorkerLocal)
-	if err := r.Push(t.Context(), tinkWorkerLocal, "tink-worker:latest"); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // isHookOS says whether os is one of the HookOS-like machines.
 func isHookOS(os string) bool { return strings.HasPrefix(os, "hookos") }
@@ -211,6 +191,21 @@ func CheckHookOS(lines []Line, want string) error {
 	if has("could not follow a container") {
 		bad("the waiter could not follow a container under the syslog log driver")
 	}
+	// A run that failed said why: its output, read back from the
+	// engine's cache of a syslog-logged container, is in its log tail.
+	for _, l := range syslog {
+		var run struct {
+			Msg      string
+			ExitCode int      `json:"exit_code"`
+			LogTail  []string `json:"log_tail"`
+		}
+		if i := strings.Index(l, "{"); i < 0 || json.Unmarshal([]byte(l[i:]), &run) != nil || run.Msg != "user container exited" && run.Msg != "fallback exited" {
+			continue
+		}
+		if run.ExitCode > 0 && len(run.LogTail) == 0 {
+			bad("a run exited %d with no log tail: its output was not read back under the syslog log driver (%s)", run.ExitCode, l)
+		}
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("not HookOS as shipped:\n\t%s", strings.Join(errs, "\n\t"))
 	}
@@ -246,6 +241,10 @@ func TestCheckHookOS(t *testing.T) {
 	if err := CheckHookOS(lines(good), Reset); err != nil {
 		t.Fatalf("the machine as shipped: %v", err)
 	}
+	failed := append(slices.Clone(good), `FIELD-SYSLOG <30>x[1]: {"time":"t","msg":"user container exited","attempt":1,"exit_code":1,"log_tail":["kexec: the kernel: no such file"],"ended":true}`)
+	if err := CheckHookOS(lines(failed), Reset); err != nil {
+		t.Fatalf("a failed run with its output: %v", err)
+	}
 	without := func(prefix string) []string {
 		return slices.DeleteFunc(slices.Clone(good), func(s string) bool { return strings.HasPrefix(s, prefix) })
 	}
@@ -267,6 +266,7 @@ func TestCheckHookOS(t *testing.T) {
 		{"the runner without /run", with("FIELD-TINK-WORKER ", strings.Replace(good[8], `,{"Type":"bind","Source":"/host_root/run","Target":"/run"}`, "", 1)), "want hook-bootkit's"},
 		{"no syslog", without("FIELD-SYSLOG "), "through syslog"},
 		{"a follow lost", append(slices.Clone(good), `FIELD-SYSLOG <30>x: {"msg":"could not follow a container; asking the engine again"}`), "could not follow"},
+		{"a failed run's output lost", append(slices.Clone(good), `FIELD-SYSLOG <30>x[1]: {"time":"t","msg":"user container exited","attempt":1,"exit_code":1,"log_tail":[],"ended":true}`), "no log tail"},
 	} {
 		err := CheckHookOS(lines(c.text), Reset)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
