@@ -304,7 +304,11 @@ echo "FIELD-CLOCK $(date +%s.%N)"
 	fi
 ) &
 echo FIELD-RUNNING
-/field/tinkagent $RUNNER_FLAGS -runtime "$RUNTIME" -socket "$SOCKET" -release "$RELEASE" -action /field/action.yaml
+if [ -x /field/bootkit ]; then
+	/field/bootkit $RUNNER_FLAGS -release "$RELEASE"
+else
+	/field/tinkagent $RUNNER_FLAGS -runtime "$RUNTIME" -socket "$SOCKET" -release "$RELEASE" -action /field/action.yaml
+fi
 echo "FIELD-RUNNER-EXIT $?"
 if [ "$RUNTIME" = containerd ]; then
 	echo "FIELD-CONTAINERS $(ctr -n tinkerbell containers list -q | tr '\n' ' ')"
@@ -359,6 +363,9 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 			{Name: "field/action.yaml", Mode: 0o644, Data: []byte(sc.Action)},
 			{Name: "field/tinkagent", Mode: 0o755, Data: f.runner},
 		},
+	}
+	if isHookOS(sc.OS) {
+		m.Extra = append(m.Extra, File{Name: "field/bootkit", Mode: 0o755, Data: []byte(bootkitScript)})
 	}
 	if sc.Disk {
 		m.Disk = filepath.Join(dir, "disk.img")
@@ -479,6 +486,11 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 	}
 	if row.Outcome != sc.Want {
 		return fail("want %s, got %s (%s, exit code %d)", sc.Want, row.Outcome, ended.Msg, ended.ExitCode)
+	}
+	if isHookOS(sc.OS) {
+		if err := CheckHookOS(vm.Lines(), sc.Want); err != nil {
+			return fail("%v", err)
+		}
 	}
 	if sc.Want == StayedUp && ended.Msg != "action timed out" {
 		return fail("want the action timed out, got %s, exit code %d", ended.Msg, ended.ExitCode)

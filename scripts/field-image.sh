@@ -16,7 +16,9 @@
 #   scripts/field-image.sh hookos      busybox init PID 1 with LinuxKit's
 #                                      shutdown, Docker 28.2.2 on
 #                                      containerd 1.7.27 and runc 1.2.6,
-#                                      as HookOS v0.11 ships
+#                                      as HookOS v0.11 ships; dockerd in
+#                                      a mount namespace of its own, as
+#                                      hook-docker, logging to syslog
 #   scripts/field-image.sh hookos26    the same on Docker 26.1.4 and runc
 #                                      1.1.12, as HookOS v0.9-v0.10
 #
@@ -39,6 +41,9 @@ cache=${WAITDAEMON_CACHE:-/var/cache/waitdaemon}
 mirror=${FIELD_MIRROR:-http://deb.debian.org/debian}
 registry=registry.waitdaemon.test:5017
 guestfwd=10.0.2.100
+# HookOS's syslog host (syslog_host=, the provisioning server): here the
+# HookOS-like machine's own address, where a listener prints what it gets.
+syslog_host=10.0.2.15
 say() { echo "field-image: $*" >&2; }
 
 # The kernel modules each machine loads; their dependencies come along.
@@ -60,7 +65,7 @@ captainos)
 	modules="$modules_common $modules_captainos"
 	;;
 hookos | hookos26)
-	packages="docker-cli busybox-static kmod iproute2 iptables"
+	packages="docker-cli busybox-static kmod iproute2 iptables socat"
 	modules="$modules_common $modules_hookos"
 	docker=28
 	[ "$os" = hookos26 ] && docker=26
@@ -336,7 +341,12 @@ EOF
 			"$3/runc" "$root/usr/local/bin/"
 		ln -sf /bin/busybox "$root/sbin/init"
 		mkdir -p "$root/etc/docker" "$root/etc/init.d"
-		echo "{\"insecure-registries\": [\"$registry\"]}" >"$root/etc/docker/daemon.json"
+		# hook-docker's daemon.json: debug, and container output to the
+		# syslog host (the provisioning server on HookOS; here a listener
+		# in the machine, /etc/init.d/engine's, that prints what it gets).
+		cat >"$root/etc/docker/daemon.json" <<EOF
+{"debug": true, "log-driver": "syslog", "log-opts": {"syslog-address": "udp://$syslog_host:514"}, "insecure-registries": ["$registry"]}
+EOF
 		# LinuxKit's inittab: its shutdown signals, waits, kills, unmounts.
 		cat >"$root/etc/inittab" <<'EOF'
 ::sysinit:/etc/init.d/rcS
@@ -379,10 +389,31 @@ EOF
 # The engine's static builds are in /usr/local/bin, which busybox init's
 # PATH lacks.
 export PATH=/usr/local/sbin:/usr/local/bin:$PATH
-dockerd >/var/log/dockerd.log 2>&1 &
+# The syslog host: each datagram dockerd's syslog driver sends, one line
+# on the console.
+socat -u UDP-RECV:514 STDOUT | while IFS= read -r l; do echo "FIELD-SYSLOG $l"; done &
+# LinuxKit's runtime mkdir for hook-docker, then the service.
+mkdir -p /var/run/images /var/run/docker /var/run/worker
+unshare -m --propagation private /etc/init.d/hook-docker >/var/log/dockerd.log 2>&1 &
+# hook-docker's /var/run is the host's /var/run/docker.
+export DOCKER_HOST=unix:///var/run/docker/docker.sock
 [ -x /field/run ] && exec /field/run
 EOF
-		chmod 755 "$root/etc/init.d/rcS" "$root/etc/rc.shutdown" "$root/etc/init.d/engine"
+		# LinuxKit's hook-docker service: dockerd in a mount namespace of
+		# its own (pid and network the host's), with the service's binds, so
+		# that bind sources in a create resolve there. The binds under
+		# /var/run go before /var/run's own, which hides them.
+		cat >"$root/etc/init.d/hook-docker" <<'EOF'
+#!/bin/busybox sh
+set -e
+mkdir -p /host_root /worker /var/lib/docker
+mount --rbind / /host_root
+mount --bind /var/run/images /var/lib/docker
+mount --bind /var/run/worker /worker
+mount --bind /var/run/docker /var/run
+exec dockerd
+EOF
+		chmod 755 "$root/etc/init.d/rcS" "$root/etc/rc.shutdown" "$root/etc/init.d/engine" "$root/etc/init.d/hook-docker"
 		;;
 	esac
 	rm -rf "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* "$root"/usr/share/doc "$root"/usr/share/man "$root"/usr/share/locale
