@@ -48,7 +48,7 @@ test: engine docker29 docker28 docker26 containerd
 # (scripts/field-deps.sh).
 field: engine containerd
 	@scripts/field-deps.sh
-	go test -count=1 -timeout 60m -v ./field/
+	go test -count=1 -timeout 75m -v ./field/
 
 image: $(BIN)/waitdaemon-linux-$(HOSTARCH)
 	cp $(BIN)/waitdaemon-linux-$(HOSTARCH) $(BIN)/waitdaemon

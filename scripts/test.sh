@@ -22,7 +22,7 @@ set -m
 make --no-print-directory field >"$log" 2>&1 &
 field=$!
 # shellcheck disable=SC2046 # one argument per package
-go test -race -count=1 -timeout 45m $(go list ./... | grep -v /field) &
+go test -race -count=1 -timeout 75m $(go list ./... | grep -v /field) &
 tests=$!
 set +m
 trap 'kill -TERM -- -$tests -$field 2>/dev/null; wait; exit 130' INT TERM
