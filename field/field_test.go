@@ -445,7 +445,7 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 		if err != nil {
 			return fail("%v", err)
 		}
-		teardown, err := CheckCaptainOS(vm.Lines(), hostNet, exit.At)
+		teardown, err := CheckCaptainOS(vm.Lines(), hostNet, ended.Msg == "action exited", exit.At)
 		if err != nil {
 			return fail("%v", err)
 		}
