@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -176,13 +175,10 @@ func (n *CNI) exec(ctx context.Context, command string, l conflist, plugin json.
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(n.BinDir, typ))
-	cmd.Stdin = bytes.NewReader(stdin)
-	cmd.Env = append(os.Environ(), "CNI_COMMAND="+command, "CNI_CONTAINERID="+id, "CNI_NETNS="+netns,
+	env := append(os.Environ(), "CNI_COMMAND="+command, "CNI_CONTAINERID="+id, "CNI_NETNS="+netns,
 		"CNI_IFNAME="+cniIfName, "CNI_PATH="+n.BinDir)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := runPlugin(ctx, filepath.Join(n.BinDir, typ), env, stdin, &stdout, &stderr); err != nil {
 		// The spec's error: {"code", "msg", "details"} on stdout.
 		var e struct {
 			Code    int    `json:"code"`
@@ -208,4 +204,64 @@ func (n *CNI) logf(format string, a ...any) {
 	if n.Log != nil {
 		fmt.Fprintf(n.Log, "tinkagent: "+format+"\n", a...)
 	}
+}
+
+// runPlugin runs the plugin at path as the CNI spec has it, with no
+// shell: its config on stdin, its env, its stdout and stderr gathered.
+// A ctx that ends kills it.
+func runPlugin(ctx context.Context, path string, env []string, stdin []byte, stdout, stderr io.Writer) error {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return err
+	}
+	p, err := os.StartProcess(path, []string{path}, &os.ProcAttr{Env: env, Files: []*os.File{inR, outW, errW}})
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return err
+	}
+	go func() {
+		_, _ = inW.Write(stdin)
+		inW.Close()
+	}()
+	read := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(stdout, outR); outR.Close(); read <- struct{}{} }()
+	go func() { _, _ = io.Copy(stderr, errR); errR.Close(); read <- struct{}{} }()
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = p.Kill()
+		case <-done:
+		}
+	}()
+	state, err := p.Wait()
+	close(done)
+	<-read
+	<-read
+	if err != nil {
+		return err
+	}
+	if !state.Success() {
+		return fmt.Errorf("%s", state)
+	}
+	return nil
 }
