@@ -267,12 +267,10 @@ func TestFailingUserContainerIsKept(t *testing.T) {
 	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
 		e := engineOf(c)
 		out := t.TempDir()
-		// WAIT_SECONDS 4: the test must find the waiter before it ends and
-		// is removed, which took 2 s on Podman on a loaded machine.
 		r := runAction(t, c, tinkWorker, action{
 			name:       "e2e failing",
 			command:    []string{"boom"},
-			env:        map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "4", "PROBE_EXIT": "3"},
+			env:        map[string]string{"IMAGE": probeImage, "WAIT_SECONDS": "1", "PROBE_EXIT": "3"},
 			volumes:    []string{out + ":/out"},
 			pid:        "host",
 			privileged: e.privileged,
@@ -280,7 +278,7 @@ func TestFailingUserContainerIsKept(t *testing.T) {
 		if r.ExitCode != 0 {
 			t.Fatalf("the action exited %d:\n%s", r.ExitCode, r.Logs)
 		}
-		const name = "action_e2e_failing-waitdaemon-user"
+		name := r.Name + "-waitdaemon-user"
 		evs := followWaiter(t, c, r.ID)
 		res, ok := find(evs, "result")
 		if !ok {
@@ -293,7 +291,7 @@ func TestFailingUserContainerIsKept(t *testing.T) {
 		first, _ := attempts[0].(map[string]any)
 		logTail, _ := first["log_tail"].([]any)
 		if res.num("exit_code") != 3 || first["kept"] != true || first["container"] != name ||
-			len(logTail) == 0 || logTail[len(logTail)-1] != "probe: exiting 3 as asked" || res.str("action") != "action_e2e_failing" {
+			len(logTail) == 0 || logTail[len(logTail)-1] != "probe: exiting 3 as asked" || res.str("action") != r.Name {
 			t.Fatalf("result = %v, want exit_code 3, one attempt, kept, named, with the output's tail", res)
 		}
 		// The image is the user container's Config.Image, as the engine

@@ -26,8 +26,21 @@ import (
 const (
 	containerdSocket = "/run/containerd-test/containerd.sock"
 	ctrBinary        = "/var/cache/waitdaemon/containerd-v2.2.1/ctr"
-	containerdNS     = "tinkerbell"
 )
+
+// containerdNS is the namespace the tests run actions in on the test
+// containerd: tink-agent's, tinkerbell, under the default tag, and
+// tinkerbell-TAG under another. A waiter removes the stopped waiters of
+// the whole namespace, and the tests remove images from it: two
+// checkouts that test at once each have one of their own.
+var containerdNS = namespaceFor(e2eTag)
+
+func namespaceFor(tag string) string {
+	if tag == "e2e" {
+		return "tinkerbell"
+	}
+	return "tinkerbell-" + tag
+}
 
 // requireContainerd returns a client for the test containerd, or fails
 // the test saying how to start one.
@@ -516,7 +529,7 @@ func hostCapBnd(t *testing.T) string {
 // and the user image found there without a pull.
 func TestContainerdSnapshotter(t *testing.T) {
 	c, _, actionImg := setupContainerd(t)
-	const ns, snapshotter = "waitdaemon-native", "native"
+	ns, snapshotter := "waitdaemon-native-"+e2eTag, "native"
 	ctx := testCtx(t)
 	ctr := func(args ...string) {
 		t.Helper()

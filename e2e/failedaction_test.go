@@ -35,7 +35,7 @@ func TestFailedActionWaitRefused(t *testing.T) {
 		}
 		// The worker's container, which stays after it exits, as it does
 		// for the moment before the worker removes it.
-		name := "tinkerbell_" + sanitize(a.name) + "_e2e"
+		name := actionContainer(tinkAgent, a.name)
 		clearName(c, name)
 		created, err := c.ContainerCreate(ctx, name, dockerapi.CreateRequest{
 			Config:     dockerapi.Config{Image: actionImage, Cmd: a.command, Env: env},

@@ -19,8 +19,6 @@ func proxied(p *faultProxy, name, out string, env map[string]string) action {
 	env[k] = v
 	env["IMAGE"] = probeImage
 	if _, ok := env["WAIT_SECONDS"]; !ok {
-		// Long enough for the test to find the waiter after the action's
-		// exit (it follows the waiter, which removes itself once done).
 		env["WAIT_SECONDS"] = "1"
 	}
 	return action{name: name, command: []string{"fault"}, env: env, noSocket: true, volumes: []string{p.volume(), out + ":/out"}}
@@ -107,7 +105,7 @@ func TestFaults(t *testing.T) {
 			out := t.TempDir()
 			r := runAction(t, c, tinkAgent, proxied(p, "e2e fault 503", out, map[string]string{}))
 			succeeded(t, c, p, r, out)
-			name := "POST /containers/create?name=tinkerbell_e2e_fault_503_e2e-waitdaemon-user"
+			name := "POST /containers/create?name=" + actionContainer(tinkAgent, "e2e fault 503") + "-waitdaemon-user"
 			if n503, n201 := p.count(prefix(name+": 503")), p.count(prefix(name+": 201")); n503 != 3 || n201 != 1 {
 				t.Errorf("user creates: %d answered 503 and %d 201, want 3 and 1:\n%s", n503, n201, p.log())
 			}
@@ -123,7 +121,7 @@ func TestFaults(t *testing.T) {
 			if r.ExitCode != 1 || !strings.Contains(r.Logs, "fault injected: 500") {
 				t.Errorf("exit %d, output:\n%s\nwant exit 1 and the engine's message", r.ExitCode, r.Logs)
 			}
-			if n := p.count(prefix("POST /containers/create?name=tinkerbell_e2e_fault_500_e2e-waitdaemon-user")); n != 1 {
+			if n := p.count(prefix("POST /containers/create?name=" + actionContainer(tinkAgent, "e2e fault 500") + "-waitdaemon-user")); n != 1 {
 				t.Errorf("the user create was sent %d times, want once:\n%s", n, p.log())
 			}
 			waitGone(t, rigOf(c), r.ID, 5*time.Second)
@@ -140,7 +138,7 @@ func TestFaults(t *testing.T) {
 			out := t.TempDir()
 			r := runAction(t, c, tinkAgent, proxied(p, "e2e fault late", out, map[string]string{}))
 			succeeded(t, c, p, r, out)
-			name := "POST /containers/create?name=tinkerbell_e2e_fault_late_e2e-waitdaemon-user"
+			name := "POST /containers/create?name=" + actionContainer(tinkAgent, "e2e fault late") + "-waitdaemon-user"
 			// The conflict is 409 on Docker, 500 on Podman 4.3.
 			late, conflict := p.count(prefix(name+": 201 from the engine, hung up")), p.count(prefix(name+": 409"))+p.count(prefix(name+": 500"))
 			if late != 1 || conflict != 1 || p.count(prefix(name)) != 2 {
@@ -233,7 +231,7 @@ func TestFaults(t *testing.T) {
 			if rep, ok := readProbe(t, out, "probe"); ok && rep.Started.Before(up.Add(-100*time.Millisecond)) {
 				t.Errorf("the user container started at %v, before the engine was back at %v", rep.Started, up)
 			}
-			if n := p.count(prefix("POST /containers/tinkerbell_e2e_fault_restart_e2e-waitdaemon-user/start")); n != 1 {
+			if n := p.count(prefix("POST /containers/" + actionContainer(tinkAgent, "e2e fault restart") + "-waitdaemon-user/start")); n != 1 {
 				t.Errorf("the user container was started %d times, want once:\n%s", n, p.log())
 			}
 		})

@@ -295,12 +295,12 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 	var name string
 	switch sh {
 	case tinkWorker:
-		name = "action_" + sanitize(a.name)
+		name = actionContainer(sh, a.name)
 		body.Tty, body.AttachStdout, body.AttachStderr = true, true, true
 		wf := t.TempDir()
 		body.HostConfig.Binds = append([]string{wf + ":/workflow"}, volumes...)
 	case dockerAPI:
-		name = "tinkerbell_" + sanitize(a.name) + "_e2e"
+		name = actionContainer(sh, a.name)
 		body.HostConfig.Binds = volumes
 		body.HostConfig.NetworkMode = a.network
 	}
@@ -340,6 +340,7 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 	if err != nil {
 		t.Fatalf("worker: FinishedAt %q: %v", ctr.State.FinishedAt, err)
 	}
+	watchWaiter(t, c, created.ID)
 	if err := c.ContainerRemove(ctx, created.ID, dockerapi.RemoveOptions{Force: true, Volumes: true}); err != nil {
 		t.Fatalf("worker: %v", err)
 	}
@@ -368,17 +369,82 @@ func runAgent(t *testing.T, ctx context.Context, c *dockerapi.Client, a action, 
 	if err != nil {
 		t.Fatalf("agent: %v", err)
 	}
+	watchWaiter(t, c, ctr.ID)
 	if err := ctr.Finish(ctx, res); err != nil {
 		t.Fatalf("agent: %v", err)
 	}
 	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output, Privileged: ctr.Request.HostConfig.Privileged, Removed: time.Now()}
 }
 
+// waiterWatch is the output of an action's waiter, followed from before
+// the worker removed the action: the waiter outlives that removal by
+// WAIT_SECONDS at least, so a test that reads its output later, however
+// late on a loaded machine, never races its end.
+type waiterWatch struct {
+	done      chan struct{}
+	out, note string
+	err       error
+}
+
+// waiterWatches are the waiters followed, by action ID, until a test
+// reads one (followWaiterRaw).
+var waiterWatches sync.Map
+
+// watchWaiter starts following the waiter of the action actionID, if it
+// made one: called once the action has exited, before the worker
+// removes it. The follow ends with the waiter, or with the test.
+func watchWaiter(t *testing.T, c *dockerapi.Client, actionID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+actionID, "org.waitdaemon.role=waiter")
+	if err != nil || len(list) != 1 {
+		cancel()
+		return // no hand-off, or a waiter already gone: followWaiterRaw says so
+	}
+	w := &waiterWatch{done: make(chan struct{})}
+	follow := func() (string, string, error) {
+		var out bytes.Buffer
+		err := c.ContainerLogs(ctx, list[0].ID, dockerapi.LogsOptions{Follow: true}, &out, &out)
+		if err != nil && !errors.Is(err, dockerapi.ErrNotFound) {
+			return "", "", fmt.Errorf("following the waiter: %w", err)
+		}
+		return out.String(), "", nil
+	}
+	if isPodman(c) {
+		if follow, err = openPodmanWaiter(ctx, c, list[0].ID); err != nil {
+			cancel()
+			return
+		}
+	}
+	go func() {
+		defer close(w.done)
+		w.out, w.note, w.err = follow()
+	}()
+	waiterWatches.Store(actionID, w)
+	t.Cleanup(func() {
+		cancel()
+		<-w.done
+		waiterWatches.Delete(actionID)
+	})
+}
+
+// output is the waiter's whole output, once it has ended.
+func (w *waiterWatch) output(t *testing.T) string {
+	t.Helper()
+	<-w.done
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	if w.note != "" {
+		t.Log(w.note)
+	}
+	return w.out
+}
+
 // agentAction is a as the server sends it to tink-agent, with action ID
-// e2e: an entrypoint of the test's is the agent's cmd, and its arguments
+// e2e and its name scoped: an entrypoint of the test's is the agent's cmd, and its arguments
 // go before the command.
 func agentAction(a action, env, volumes []string) tinkagent.Action {
-	act := tinkagent.Action{ID: "e2e", Name: a.name, Args: a.command, Env: env, Volumes: volumes, PID: a.pid, Network: a.network}
+	act := tinkagent.Action{ID: "e2e", Name: scoped(a.name), Args: a.command, Env: env, Volumes: volumes, PID: a.pid, Network: a.network}
 	if len(a.entrypoint) > 0 {
 		act.Cmd, act.Args = a.entrypoint[0], append(slices.Clone(a.entrypoint[1:]), a.command...)
 	}
@@ -403,6 +469,31 @@ func removeAction(c *dockerapi.Client, id string) {
 	for _, l := range list {
 		_ = c.ContainerRemove(ctx, l.ID, dockerapi.RemoveOptions{Force: true, Volumes: true})
 	}
+}
+
+// scoped is an action's name as the worker gets it: with the checkout's
+// tag (E2E_TAG) after it, unless that is the default, e2e, which the
+// tests' names begin with already. Phase 1 clears an earlier run's
+// containers by the action's name, so two checkouts that run the same
+// test on one engine at once must run actions of names of their own.
+func scoped(name string) string {
+	if e2eTag == "e2e" {
+		return name
+	}
+	return name + " " + e2eTag
+}
+
+// actionContainer is the name of the container that a worker of shape sh
+// makes for the action the test calls name (on containerd, tink-agent's
+// whatever the shape).
+func actionContainer(sh shape, name string) string {
+	switch sh {
+	case tinkWorker:
+		return "action_" + sanitize(scoped(name))
+	case dockerAPI:
+		return "tinkerbell_" + sanitize(scoped(name)) + "_e2e"
+	}
+	return agentAction(action{name: name}, nil, nil).ContainerName()
 }
 
 // sanitize is tink-worker's: every character outside [a-zA-Z0-9_.-]

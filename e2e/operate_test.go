@@ -226,7 +226,7 @@ func TestDryRun(t *testing.T) {
 		waitGone(t, rigOf(c), r.ID, 0)
 		ctx := testCtx(t)
 		for _, n := range []string{"user", "waiter"} {
-			if _, err := c.ContainerInspect(ctx, "action_e2e_dry_run-waitdaemon-"+n); err == nil {
+			if _, err := c.ContainerInspect(ctx, actionContainer(tinkWorker, "e2e dry run")+"-waitdaemon-"+n); err == nil {
 				t.Errorf("the dry run created the %s container", n)
 			}
 		}
@@ -240,7 +240,7 @@ func TestDryRun(t *testing.T) {
 func TestPlanContainer(t *testing.T) {
 	onDockerAPIs(t, func(t *testing.T, c *dockerapi.Client) {
 		ctx := testCtx(t)
-		target, err := c.ContainerCreate(ctx, "e2e_plan_target", dockerapi.CreateRequest{
+		target, err := c.ContainerCreate(ctx, sanitize(scoped("e2e plan target")), dockerapi.CreateRequest{
 			Config: dockerapi.Config{
 				Image: actionImage, Cmd: []string{"reboot", "-f"},
 				Env: []string{"IMAGE=" + probeImage, "WAIT_SECONDS=7", "BLOCK_DEVICE=/dev/sda", "API_TOKEN=user-t0ken"},

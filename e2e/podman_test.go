@@ -223,7 +223,7 @@ func TestPodmanEngine(t *testing.T) {
 		// container stays in the host's cgroup namespace, and its inspect
 		// reports "" (so there is nothing for the user container to
 		// inherit either).
-		created, err := c.ContainerCreate(ctx, "waitdaemon_e2e_podman_cgroupns", dockerapi.CreateRequest{
+		created, err := c.ContainerCreate(ctx, "waitdaemon_"+sanitize(scoped("e2e podman cgroupns")), dockerapi.CreateRequest{
 			Config:     dockerapi.Config{Image: probeImage, Env: []string{"PROBE_SLEEP=5", "PROBE_DIR=/none"}},
 			HostConfig: dockerapi.HostConfig{CgroupnsMode: "private"},
 		})
@@ -344,67 +344,82 @@ func followPodmanWaiter(t *testing.T, c *dockerapi.Client, actionID string) stri
 	if err != nil || len(list) != 1 {
 		t.Fatalf("looking for the waiter of %s: %v, %d found", actionID[:12], err, len(list))
 	}
-	id := list[0].ID
+	end, err := openPodmanWaiter(ctx, c, list[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, note, err := end()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(note)
+	return out
+}
+
+// openPodmanWaiter opens the log file of waiter id, which must still be
+// there, and returns what reads it once the waiter is gone: its output,
+// and a note of what Podman's own follow returned of it.
+func openPodmanWaiter(ctx context.Context, c *dockerapi.Client, id string) (end func() (out, note string, err error), err error) {
 	resp, err := c.Raw(ctx, "GET", "/containers/"+id+"/json", nil)
 	if err != nil {
-		t.Fatalf("inspecting the waiter: %v", err)
+		return nil, fmt.Errorf("inspecting the waiter: %w", err)
 	}
 	var ins struct{ LogPath string }
 	err = json.NewDecoder(resp.Body).Decode(&ins)
 	resp.Body.Close()
 	if err != nil || ins.LogPath == "" {
-		t.Fatalf("the waiter's LogPath: %q, %v", ins.LogPath, err)
+		return nil, fmt.Errorf("the waiter's LogPath: %q, %v", ins.LogPath, err)
 	}
 	f, err := os.Open(ins.LogPath)
 	if err != nil {
-		t.Fatalf("opening the waiter's log: %v", err)
+		return nil, fmt.Errorf("opening the waiter's log: %w", err)
 	}
-	defer f.Close()
-
 	apiLines := make(chan int, 1)
 	go func() {
 		var out bytes.Buffer
 		_ = c.ContainerLogs(ctx, id, dockerapi.LogsOptions{Follow: true}, &out, &out)
 		apiLines <- len(events(out.String()))
 	}()
-	for {
-		_, err := c.ContainerInspect(ctx, id)
-		if errors.Is(err, dockerapi.ErrNotFound) {
-			break
+	return func() (string, string, error) {
+		defer f.Close()
+		for {
+			_, err := c.ContainerInspect(ctx, id)
+			if errors.Is(err, dockerapi.ErrNotFound) {
+				break
+			}
+			if err != nil {
+				return "", "", fmt.Errorf("waiting for the waiter to end: %w", err)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
+		data, err := io.ReadAll(f)
 		if err != nil {
-			t.Fatalf("waiting for the waiter to end: %v", err)
+			return "", "", fmt.Errorf("reading the waiter's log: %w", err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		t.Fatalf("reading the waiter's log: %v", err)
-	}
-	var out, partial strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		fields := strings.SplitN(sc.Text(), " ", 4)
-		if len(fields) < 3 {
-			continue
+		var out, partial strings.Builder
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			fields := strings.SplitN(sc.Text(), " ", 4)
+			if len(fields) < 3 {
+				continue
+			}
+			text := ""
+			if len(fields) == 4 {
+				text = fields[3]
+			}
+			partial.WriteString(text)
+			if fields[2] != "P" {
+				out.WriteString(partial.String() + "\n")
+				partial.Reset()
+			}
 		}
-		text := ""
-		if len(fields) == 4 {
-			text = fields[3]
+		evs := events(out.String())
+		select {
+		case n := <-apiLines:
+			return out.String(), fmt.Sprintf("the waiter logged %d JSON lines; Podman's logs?follow=1 returned %d of them", len(evs), n), nil
+		case <-time.After(5 * time.Second):
+			return out.String(), fmt.Sprintf("the waiter logged %d JSON lines; Podman's logs?follow=1 had not ended 5 s after the waiter was removed", len(evs)), nil
 		}
-		partial.WriteString(text)
-		if fields[2] != "P" {
-			out.WriteString(partial.String() + "\n")
-			partial.Reset()
-		}
-	}
-	evs := events(out.String())
-	select {
-	case n := <-apiLines:
-		t.Logf("the waiter logged %d JSON lines; Podman's logs?follow=1 returned %d of them", len(evs), n)
-	case <-time.After(5 * time.Second):
-		t.Logf("the waiter logged %d JSON lines; Podman's logs?follow=1 had not ended 5 s after the waiter was removed", len(evs))
-	}
-	return out.String()
+	}, nil
 }

@@ -14,7 +14,7 @@ import (
 func TestPrivilegedPlan(t *testing.T) {
 	onDockers(t, func(t *testing.T, c *dockerapi.Client) {
 		ctx := testCtx(t)
-		act, err := c.ContainerCreate(ctx, "action_e2e_privileged", dockerapi.CreateRequest{
+		act, err := c.ContainerCreate(ctx, actionContainer(tinkWorker, "e2e privileged"), dockerapi.CreateRequest{
 			Config: dockerapi.Config{Image: actionImage, Cmd: []string{"reboot"}, Env: []string{"IMAGE=" + probeImage}, Tty: true},
 			HostConfig: dockerapi.HostConfig{
 				Privileged: true, PidMode: "host",
@@ -36,7 +36,7 @@ func TestPrivilegedPlan(t *testing.T) {
 		version, _ := c.APIVersion(ctx)
 		plan := hostconfig.Plan(hostconfig.Input{Container: self, Image: *img.Config, UserImage: probeImage, APIVersion: version})
 		plan.Create.Labels = map[string]string{"org.waitdaemon.action-id": act.ID}
-		user, err := c.ContainerCreate(ctx, "action_e2e_privileged-user", plan.Create)
+		user, err := c.ContainerCreate(ctx, actionContainer(tinkWorker, "e2e privileged")+"-user", plan.Create)
 		if err != nil {
 			t.Fatalf("creating the planned user container: %v", err)
 		}

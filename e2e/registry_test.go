@@ -337,6 +337,9 @@ func pushProbe(t *testing.T, c *dockerapi.Client, addr string, auth bool) string
 // there.
 func followWaiterRaw(t *testing.T, c *dockerapi.Client, actionID string) string {
 	t.Helper()
+	if w, ok := waiterWatches.LoadAndDelete(actionID); ok {
+		return w.(*waiterWatch).output(t)
+	}
 	if isPodman(c) {
 		return followPodmanWaiter(t, c, actionID)
 	}

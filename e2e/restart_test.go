@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +40,37 @@ func (d *privateDocker) client() *dockerapi.Client {
 	return &dockerapi.Client{Socket: d.socket(), WaitForEngine: 2 * time.Second}
 }
 
+// privateBridge is the bridge of the private Docker of a checkout tagged
+// tag: its own, though another checkout's test starts one at the same
+// time (a name of at most 15 bytes: the tag's if it fits, else a hash of
+// it).
+func privateBridge(tag string) string {
+	if name := "wdr-" + tag; len(name) <= 15 {
+		return name
+	}
+	h := fnv.New32a()
+	h.Write([]byte(tag))
+	return fmt.Sprintf("wdr-%08x", h.Sum32())
+}
+
+// freeSubnet is an address for a new bridge: the first /24 of 10.231 that
+// no route of the host's uses (another checkout's private Docker's
+// bridge has one).
+func freeSubnet(t *testing.T, bridge string) string {
+	t.Helper()
+	for n := range 255 {
+		out, err := exec.Command("ip", "-4", "route", "show", fmt.Sprintf("10.231.%d.0/24", n)).Output()
+		if err != nil {
+			t.Fatalf("ip route show: %v", err)
+		}
+		if len(bytes.TrimSpace(out)) == 0 {
+			return fmt.Sprintf("10.231.%d.1/24", n)
+		}
+	}
+	t.Fatalf("no free /24 of 10.231 for %s", bridge)
+	return ""
+}
+
 // startPrivateDocker starts one for the test, with this checkout's images
 // loaded, and stops it, and what it ran, at the test's end.
 func startPrivateDocker(t *testing.T) *privateDocker {
@@ -48,8 +81,8 @@ func startPrivateDocker(t *testing.T) *privateDocker {
 	d := &privateDocker{
 		dir:      "/run/waitdaemon-e2e-restart-" + e2eTag,
 		dataRoot: "/var/lib/waitdaemon-e2e-restart-" + e2eTag,
-		bridge:   "wdr-" + e2eTag[:min(len(e2eTag), 11)], // at most 15 bytes
 	}
+	d.bridge = privateBridge(e2eTag)
 	if err := os.MkdirAll(filepath.Join(d.dir, "sock"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +90,7 @@ func startPrivateDocker(t *testing.T) *privateDocker {
 	if exec.Command("ip", "link", "show", d.bridge).Run() != nil {
 		for _, args := range [][]string{
 			{"link", "add", d.bridge, "type", "bridge"},
-			{"addr", "add", "10.231.0.1/24", "dev", d.bridge},
+			{"addr", "add", freeSubnet(t, d.bridge), "dev", d.bridge},
 			{"link", "set", d.bridge, "up"},
 		} {
 			if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {

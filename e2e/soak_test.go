@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestSoak(t *testing.T) {
 			}
 			return
 		}
-		if dirs, _ := filepath.Glob(filepath.Join(containerd.DefaultLogDir, "tinkerbell_e2e_soak_*")); len(dirs) > 1 {
+		if dirs, _ := filepath.Glob(filepath.Join(containerd.DefaultLogDir, strings.Replace(actionContainer(tinkAgent, "e2e soak 0"), "_soak_0", "_soak_*", 1)+"-*")); len(dirs) > 1 {
 			t.Errorf("output directories left on the host: %d, want the last waiter's alone: %q", len(dirs), dirs)
 		}
 	})

@@ -436,7 +436,7 @@ func (d dockerSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKind, 
 	t.Helper()
 	p := newFaultProxy(t, d.c.SocketPath())
 	name := fmt.Sprintf("e2e sweep %d", n)
-	full := "tinkerbell_" + sanitize(name) + "_e2e"
+	full := actionContainer(tinkAgent, name)
 	p.norm = func(x string) string {
 		return hexID.ReplaceAllString(strings.ReplaceAll(x, full, "{action}"), "{id}")
 	}
@@ -506,7 +506,7 @@ func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKi
 	t.Helper()
 	p := newGRPCFaultProxy(t)
 	name := fmt.Sprintf("e2e sweep %d", n)
-	full := "tinkerbell_" + sanitize(name) + "_e2e"
+	full := actionContainer(tinkAgent, name)
 	own := regexp.MustCompile(regexp.QuoteMeta(full) + `(-waitdaemon-\w+(?:-\d{1,2})?)(-[0-9a-f]{8})?\b`)
 	p.norm = func(x string) string {
 		x = own.ReplaceAllString(x, "{action}$1")
