@@ -1,6 +1,7 @@
 package containerdapi_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -261,6 +262,7 @@ func TestTaskLostAnswer(t *testing.T) {
 		bundleGone bool   // and removes the bundle under the new create's shim
 		logGone    bool   // and removes the bundle under the new create's runc
 		forever    bool   // a create cut while creating never ends (the client's request bound is 500 ms)
+		within     string // the bound the settling of a create that never ends is given up at, if not 500ms
 		unknown    int    // after the fault, this many Tasks/Get answer the task's status UNKNOWN (a busy shim)
 		noStart    bool   // the task is never started, and the call succeeds: it may have been
 		wantCalls  string // the calls made; a regular expression for "creating"
@@ -270,6 +272,9 @@ func TestTaskLostAnswer(t *testing.T) {
 		{name: "create, cut while creating", call: create, fault: "creating", wantCalls: `^Create Get( Create Get)+ Get$`, wantState: "created"},
 		{name: "create, cut while creating, aborted", call: create, fault: "creating", aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
 		{name: "create, cut while creating, never settled", call: create, fault: "creating", forever: true, wantCalls: `^Create Get( Create Get)+$`, wantState: "creating", wantErr: true},
+		{name: "create, cut while creating, not settled within the caller's bound", call: func(ctx context.Context, c *containerdapi.Client) (uint32, error) {
+			return c.TaskCreate(ctx, "web", containerdapi.TaskSpec{SettleWithin: 200 * time.Millisecond})
+		}, fault: "creating", forever: true, within: "200ms", wantCalls: `^Create Get( Create Get)+$`, wantState: "creating", wantErr: true},
 		{name: "create, an earlier create's cleanup under way", call: create, leftover: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
 		{name: "create, an earlier create's cleanup removes the bundle under the shim", call: create, leftover: true, bundleGone: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
 		{name: "create, an earlier create's cleanup removes the bundle under runc", call: create, leftover: true, logGone: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
@@ -420,8 +425,8 @@ func TestTaskLostAnswer(t *testing.T) {
 			if tc.wantErr != (err != nil) || !tc.wantErr && pid != 42 {
 				t.Errorf("call = %d, %v; want pid 42, error %v", pid, err, tc.wantErr)
 			}
-			if tc.forever && (err == nil || !strings.Contains(err.Error(), "not settled within 500ms")) {
-				t.Errorf("call = %v, want it given up once the request's time is spent", err)
+			if within := cmp.Or(tc.within, "500ms"); tc.forever && (!errors.Is(err, containerdapi.ErrUnsettled) || !strings.Contains(err.Error(), "not settled within "+within)) {
+				t.Errorf("call = %v, want it given up, not settled, once %s is spent", err, within)
 			}
 			pattern := strings.HasPrefix(tc.wantCalls, "^")
 			if got := strings.Join(calls, " "); !pattern && got != tc.wantCalls || pattern && !regexp.MustCompile(tc.wantCalls).MatchString(got) {

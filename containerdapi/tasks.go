@@ -1,6 +1,7 @@
 package containerdapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,6 +89,10 @@ type TaskSpec struct {
 	// stream to that host file (the shim creates it); empty discards it.
 	Stdin, Stdout, Stderr string
 	Terminal              bool
+	// SettleWithin bounds the settling of a create that failed (asking
+	// for the task, creating it again), in all; zero is a request's time.
+	// A create not settled within it fails with ErrUnsettled.
+	SettleWithin time.Duration
 }
 
 // Exit is how a task ended.
@@ -218,13 +223,21 @@ var (
 // busy shim's, is asked for again first): a cut create that containerd
 // undoes can show its task for a moment before it goes, and a task that
 // goes is created again. Settling a failed attempt takes one request's
-// time at most, in all.
+// time at most, in all, or spec.SettleWithin; a create not settled by
+// then fails with ErrUnsettled.
 func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint32, error) {
 	req := &createTaskRequest{ContainerID: id, Rootfs: spec.Rootfs, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, Terminal: spec.Terminal}
 	// Once an attempt has failed, settling it (asking, waiting, creating
 	// again) takes at most one request's time in all: a containerd that
 	// hangs on what a cut create left must not hold the caller longer.
+	bound := cmp.Or(spec.SettleWithin, c.bounds().Request())
 	settle := ctx
+	unsettled := func(err error) error {
+		if settle != ctx && settle.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("creating the task of container %q: %w (%w within %v)", id, err, ErrUnsettled, bound)
+		}
+		return fmt.Errorf("creating the task of container %q: %w", id, err)
+	}
 	for try, lostTries := 0, 0; ; try++ {
 		var out createTaskResponse
 		tries := &socketclient.Attempts{}
@@ -234,7 +247,7 @@ func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint
 		}
 		if try == 0 {
 			var cancel context.CancelFunc
-			settle, cancel = context.WithTimeout(ctx, c.bounds().Request())
+			settle, cancel = context.WithTimeout(ctx, bound)
 			defer cancel()
 		}
 		lost := lostAnswer(err, tries)
@@ -243,17 +256,17 @@ func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint
 			lostTries++
 		}
 		if !lost && !met || lostTries > socketclient.MaxRetries || ctx.Err() != nil {
-			return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
+			return 0, unsettled(err)
 		}
 		p, gerr := c.createdTask(settle, id)
 		if gerr == nil {
 			return p.Pid, nil
 		}
 		if !errors.Is(gerr, ErrNotFound) {
-			return 0, fmt.Errorf("creating the task of container %q: %w (then asking whether it was: %w)", id, err, gerr)
+			return 0, unsettled(fmt.Errorf("%w (then asking whether it was: %w)", err, gerr))
 		}
 		if perr := socketclient.Pause(settle, min(try, 3)); perr != nil {
-			return 0, fmt.Errorf("creating the task of container %q: %w (not settled within %v)", id, err, c.bounds().Request())
+			return 0, unsettled(err)
 		}
 	}
 }

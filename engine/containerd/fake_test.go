@@ -22,6 +22,8 @@ type reply struct {
 	code   containerdapi.Code
 	status string
 	broken func() bool
+	// hangs: no answer at all, until the client gives the call up.
+	hangs bool
 }
 
 // fakeDaemon is a daemon that answers each method ("Tasks/Wait") with its
@@ -72,6 +74,10 @@ func (d *fakeDaemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep := rs[min(n, len(rs)-1)]
+	if rep.hangs {
+		<-r.Context().Done()
+		panic(http.ErrAbortHandler)
+	}
 	switch {
 	case rep.broken != nil && rep.broken():
 		panic(http.ErrAbortHandler)

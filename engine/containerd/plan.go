@@ -257,12 +257,19 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 			return "", fmt.Errorf("creating container %s: %w", spec.Name, err)
 		}
 	}
-	return e.create(ctx, spec.Name, p, img.ChainID)
+	return e.create(ctx, spec.Name, p, img.ChainID, 0)
 }
 
+// giveUpRemove bounds the removal of a container given up as unsettled.
+const giveUpRemove = 10 * time.Second
+
 // create creates container name as p plans it, its snapshot on parent,
-// and its task, not started.
-func (e *Engine) create(ctx context.Context, name string, p *planned, parent string) (string, error) {
+// and its task, not started; a task create that failed is settled within
+// settle (zero: a request's time). A container whose task cannot be made
+// is removed, one unsettled within giveUpRemove (containerd may hang on
+// it still; the next run of the action removes what is left, never
+// started).
+func (e *Engine) create(ctx context.Context, name string, p *planned, parent string, settle time.Duration) (string, error) {
 	specJSON, err := json.Marshal(p.Spec)
 	if err != nil {
 		return "", fmt.Errorf("creating container %s: %w", name, err)
@@ -271,9 +278,14 @@ func (e *Engine) create(ctx context.Context, name string, p *planned, parent str
 	if err != nil {
 		return "", fmt.Errorf("creating container %s: %w", name, err)
 	}
-	_, err = e.C.TaskCreate(ctx, p.ID, containerdapi.TaskSpec{Rootfs: mounts, Stdout: p.Output, Stderr: p.Output})
+	_, err = e.C.TaskCreate(ctx, p.ID, containerdapi.TaskSpec{Rootfs: mounts, Stdout: p.Output, Stderr: p.Output, SettleWithin: settle})
 	if err != nil && !errors.Is(err, containerdapi.ErrAlreadyExists) {
-		if rerr := e.Remove(context.WithoutCancel(ctx), p.ID); rerr != nil {
+		rctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+		if errors.Is(err, containerdapi.ErrUnsettled) {
+			rctx, cancel = context.WithTimeout(rctx, giveUpRemove)
+		}
+		defer cancel()
+		if rerr := e.Remove(rctx, p.ID); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 		return "", fmt.Errorf("creating container %s: %w", name, missingBind(err, p.Spec))
@@ -282,11 +294,24 @@ func (e *Engine) create(ctx context.Context, name string, p *planned, parent str
 	return p.ID, nil
 }
 
+// rerunSettle bounds the settling of a re-run's task create that failed:
+// well within a request's time, which a containerd that hangs on what a
+// cut create left can take whole.
+var rerunSettle = 15 * time.Second
+
 // Again creates container name as first was created: first's spec, but
 // for its own ID, first's runtime (with its options), image and labels, on a fresh snapshot
 // of the image snapshot first's was prepared on, and its task, not
 // started. Its ID is name with first's suffix, so that a call made again
 // (after a lost answer) adopts what an earlier one made, as Create does.
+//
+// A task create that failed and is not settled within rerunSettle (cut
+// in flight, and the one sent again hanging: containerd 2.2.1 has hung
+// so on what the cut create left, a whole request's time, saying
+// meanwhile that there is no task) gives that container up: it is
+// removed, if containerd lets it, and the re-run made under a fresh ID,
+// which nothing of the first can hold up. Nothing of a re-run has started
+// before its start, so a fresh one is always safe.
 func (e *Engine) Again(ctx context.Context, first, name string) (string, error) {
 	ctr, err := e.find(ctx, first)
 	if err != nil {
@@ -297,20 +322,34 @@ func (e *Engine) Again(ctx context.Context, first, name string) (string, error) 
 	if err != nil {
 		return "", fmt.Errorf("making %s like %s: its snapshot: %w", name, first, err)
 	}
-	var spec ocispec.Spec
-	if err := json.Unmarshal(ctr.Spec.Value, &spec); err != nil {
-		return "", fmt.Errorf("making %s like %s: its spec: %w", name, first, err)
+	plan := func(id string) (*planned, error) {
+		var spec ocispec.Spec
+		if err := json.Unmarshal(ctr.Spec.Value, &spec); err != nil {
+			return nil, fmt.Errorf("making %s like %s: its spec: %w", name, first, err)
+		}
+		spec = ocispec.Again(spec, e.namespace(), ctr.ID, id)
+		labels := withName(ctr.Labels, name)
+		delete(labels, LabelStarted)
+		delete(labels, LabelSaid)
+		return &planned{
+			ID: id, Image: ctr.Image, Labels: labels, Runtime: runtimeName(ctr), RuntimeOptions: runtimeOptions(ctr),
+			Snapshotter: snapshotter, SnapshotKey: id, Output: "file://" + e.logFile(id), Spec: &spec,
+		}, nil
 	}
-	id := IDFor(name, ctr.ID[strings.LastIndexByte(ctr.ID, '-')+1:])
-	spec = ocispec.Again(spec, e.namespace(), ctr.ID, id)
-	labels := withName(ctr.Labels, name)
-	delete(labels, LabelStarted)
-	delete(labels, LabelSaid)
-	p := &planned{
-		ID: id, Image: ctr.Image, Labels: labels, Runtime: runtimeName(ctr), RuntimeOptions: runtimeOptions(ctr),
-		Snapshotter: snapshotter, SnapshotKey: id, Output: "file://" + e.logFile(id), Spec: &spec,
+	p, err := plan(IDFor(name, ctr.ID[strings.LastIndexByte(ctr.ID, '-')+1:]))
+	if err != nil {
+		return "", err
 	}
-	return e.create(ctx, name, p, snap.Parent)
+	id, err := e.create(ctx, name, p, snap.Parent, rerunSettle)
+	if !errors.Is(err, containerdapi.ErrUnsettled) {
+		return id, err
+	}
+	fresh, perr := plan(e.newID(name))
+	if perr != nil {
+		return "", perr
+	}
+	engine.Log(e.Log, "gave up a re-run's container whose task create did not settle; making the re-run anew", map[string]string{"container": p.ID, "fresh": fresh.ID, "error": err.Error()})
+	return e.create(ctx, name, fresh, snap.Parent, 0)
 }
 
 // missingBind is a task create that failed on a bind whose source the
