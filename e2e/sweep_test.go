@@ -544,11 +544,11 @@ func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKi
 	res.calls = p.calls()
 	res.created = map[string]int{}
 	ids := map[string]bool{}
-	// A re-run's container given up as unsettled (its task create cut,
-	// and the one sent again hanging) is removed, never started, and the
-	// re-run made anew: it was not made twice.
-	for _, e := range events(res.waiter) {
-		if strings.HasPrefix(e.str("msg"), "gave up a re-run's container") {
+	// A container given up as unsettled (its task create cut, and the
+	// one sent again hanging) is removed, never started, and made anew:
+	// it was not made twice.
+	for _, e := range events(res.phase1 + "\n" + res.waiter) {
+		if strings.HasPrefix(e.str("msg"), "gave up a container") {
 			ids[e.str("container")] = true
 		}
 	}

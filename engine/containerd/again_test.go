@@ -111,8 +111,8 @@ func TestAgainUnsettled(t *testing.T) {
 	e.newSuffix = func() string { return "f00df00d" }
 	// A request's time: 90 s in the waiter.
 	e.C.RequestTimeout = 5 * time.Second
-	defer func(old time.Duration) { rerunSettle = old }(rerunSettle)
-	rerunSettle = 500 * time.Millisecond
+	defer func(old time.Duration) { settleAnew = old }(settleAnew)
+	settleAnew = 500 * time.Millisecond
 	began := time.Now()
 	got, err := e.Again(testCtx(t), first, name)
 	if err != nil || got != fresh {

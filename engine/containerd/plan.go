@@ -242,7 +242,8 @@ func withName(labels map[string]string, name string) map[string]string {
 // adopts its own container (same ID and labels) and task: the client
 // asks Tasks/Get after a lost task create, and a second Create meets its
 // task as AlreadyExists. When the task cannot be created, the container
-// goes again.
+// goes again; when its create is not settled, it is made anew (see
+// createAnew).
 func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 	p := spec.Create.(*planned)
 	img, err := e.unpacked(ctx, p.Image, p.Snapshotter)
@@ -257,7 +258,36 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 			return "", fmt.Errorf("creating container %s: %w", spec.Name, err)
 		}
 	}
-	return e.create(ctx, spec.Name, p, img.ChainID, 0)
+	return e.createAnew(ctx, spec.Name, p, img.ChainID)
+}
+
+// settleAnew bounds the settling of a task create that failed, before
+// the container is made anew: well within a request's time, which a
+// containerd that hangs on what a cut create left can take whole.
+var settleAnew = 15 * time.Second
+
+// createAnew is create, but a task create that failed and is not
+// settled within settleAnew (cut in flight, and the one sent again
+// hanging: containerd 2.2.1 has hung so on what the cut create left, a
+// whole request's time, saying meanwhile that there is no task) gives
+// that container up: it is removed, if containerd lets it, and made anew
+// under a fresh ID, which nothing of the first can hold up. Nothing of a
+// container has started before its start, so a fresh one is always
+// safe.
+func (e *Engine) createAnew(ctx context.Context, name string, p *planned, parent string) (string, error) {
+	id, err := e.create(ctx, name, p, parent, settleAnew)
+	if !errors.Is(err, containerdapi.ErrUnsettled) {
+		return id, err
+	}
+	fresh := *p
+	fresh.ID = e.newID(name)
+	fresh.SnapshotKey, fresh.Output = fresh.ID, "file://"+e.logFile(fresh.ID)
+	if p.Spec != nil {
+		spec := ocispec.Again(*p.Spec, e.namespace(), p.ID, fresh.ID)
+		fresh.Spec = &spec
+	}
+	engine.Log(e.Log, "gave up a container whose task create did not settle; making it anew", map[string]string{"container": p.ID, "fresh": fresh.ID, "error": err.Error()})
+	return e.create(ctx, name, &fresh, parent, 0)
 }
 
 // giveUpRemove bounds the removal of a container given up as unsettled.
@@ -294,24 +324,12 @@ func (e *Engine) create(ctx context.Context, name string, p *planned, parent str
 	return p.ID, nil
 }
 
-// rerunSettle bounds the settling of a re-run's task create that failed:
-// well within a request's time, which a containerd that hangs on what a
-// cut create left can take whole.
-var rerunSettle = 15 * time.Second
-
 // Again creates container name as first was created: first's spec, but
 // for its own ID, first's runtime (with its options), image and labels, on a fresh snapshot
 // of the image snapshot first's was prepared on, and its task, not
 // started. Its ID is name with first's suffix, so that a call made again
-// (after a lost answer) adopts what an earlier one made, as Create does.
-//
-// A task create that failed and is not settled within rerunSettle (cut
-// in flight, and the one sent again hanging: containerd 2.2.1 has hung
-// so on what the cut create left, a whole request's time, saying
-// meanwhile that there is no task) gives that container up: it is
-// removed, if containerd lets it, and the re-run made under a fresh ID,
-// which nothing of the first can hold up. Nothing of a re-run has started
-// before its start, so a fresh one is always safe.
+// (after a lost answer) adopts what an earlier one made, as Create does,
+// and one whose task create is not settled is made anew (createAnew).
 func (e *Engine) Again(ctx context.Context, first, name string) (string, error) {
 	ctr, err := e.find(ctx, first)
 	if err != nil {
@@ -322,34 +340,20 @@ func (e *Engine) Again(ctx context.Context, first, name string) (string, error) 
 	if err != nil {
 		return "", fmt.Errorf("making %s like %s: its snapshot: %w", name, first, err)
 	}
-	plan := func(id string) (*planned, error) {
-		var spec ocispec.Spec
-		if err := json.Unmarshal(ctr.Spec.Value, &spec); err != nil {
-			return nil, fmt.Errorf("making %s like %s: its spec: %w", name, first, err)
-		}
-		spec = ocispec.Again(spec, e.namespace(), ctr.ID, id)
-		labels := withName(ctr.Labels, name)
-		delete(labels, LabelStarted)
-		delete(labels, LabelSaid)
-		return &planned{
-			ID: id, Image: ctr.Image, Labels: labels, Runtime: runtimeName(ctr), RuntimeOptions: runtimeOptions(ctr),
-			Snapshotter: snapshotter, SnapshotKey: id, Output: "file://" + e.logFile(id), Spec: &spec,
-		}, nil
+	var spec ocispec.Spec
+	if err := json.Unmarshal(ctr.Spec.Value, &spec); err != nil {
+		return "", fmt.Errorf("making %s like %s: its spec: %w", name, first, err)
 	}
-	p, err := plan(IDFor(name, ctr.ID[strings.LastIndexByte(ctr.ID, '-')+1:]))
-	if err != nil {
-		return "", err
+	id := IDFor(name, ctr.ID[strings.LastIndexByte(ctr.ID, '-')+1:])
+	spec = ocispec.Again(spec, e.namespace(), ctr.ID, id)
+	labels := withName(ctr.Labels, name)
+	delete(labels, LabelStarted)
+	delete(labels, LabelSaid)
+	p := &planned{
+		ID: id, Image: ctr.Image, Labels: labels, Runtime: runtimeName(ctr), RuntimeOptions: runtimeOptions(ctr),
+		Snapshotter: snapshotter, SnapshotKey: id, Output: "file://" + e.logFile(id), Spec: &spec,
 	}
-	id, err := e.create(ctx, name, p, snap.Parent, rerunSettle)
-	if !errors.Is(err, containerdapi.ErrUnsettled) {
-		return id, err
-	}
-	fresh, perr := plan(e.newID(name))
-	if perr != nil {
-		return "", perr
-	}
-	engine.Log(e.Log, "gave up a re-run's container whose task create did not settle; making the re-run anew", map[string]string{"container": p.ID, "fresh": fresh.ID, "error": err.Error()})
-	return e.create(ctx, name, fresh, snap.Parent, 0)
+	return e.createAnew(ctx, name, p, snap.Parent)
 }
 
 // missingBind is a task create that failed on a bind whose source the

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
@@ -58,6 +59,72 @@ func TestCreateTaskFails(t *testing.T) {
 				t.Errorf("%d deletes, want the container removed", d.count("Containers/Delete"))
 			}
 		})
+	}
+}
+
+// TestCreateUnsettled: a task create cut in flight, then sent again, and
+// that one hanging (as containerd 2.2.1 has): the container is given up
+// soon, and removed, and made anew under a fresh ID, its snapshot, its
+// output file and its cgroup its own; phase 1 goes on with that one.
+func TestCreateUnsettled(t *testing.T) {
+	const id, fresh = "waiter-0a1b2c3d", "waiter-f00df00d"
+	e, d := newFake(t, map[string][]reply{
+		"Images/Get": {{msg: `{"image":{"name":"docker.io/library/x:1","target":{"media_type":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:m"}}}`}},
+		"Content/Read": {
+			{msg: `{"data":"{\"config\":{\"digest\":\"sha256:c\"},\"layers\":[{\"digest\":\"sha256:l\"}]}"}`},
+			{msg: `{"data":"{\"architecture\":\"amd64\",\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:aaaa\"]}}"}`},
+		},
+		"Snapshots/Stat":    {{msg: `{}`}},
+		"Leases/Create":     {{msg: `{}`}},
+		"Leases/Delete":     {{msg: `{}`}},
+		"Snapshots/Prepare": {{msg: `{}`}},
+		"Containers/Create": {{msg: `{"container":{"id":"` + id + `"}}`}},
+		"Tasks/Create":      {{broken: func() bool { return true }}, {hangs: true}, {msg: `{"container_id":"` + fresh + `","pid":1}`}},
+		"Tasks/Get":         {{code: containerdapi.NotFound, status: "no running task found: task " + id + " not found"}},
+		"Containers/Get":    {{msg: `{"container":{"id":"` + id + `","snapshotter":"overlayfs","snapshot_key":"` + id + `"}}`}},
+		"Containers/Delete": {{msg: `{}`}},
+		"Snapshots/Remove":  {{msg: `{}`}},
+	})
+	e.LogDir = t.TempDir()
+	e.newSuffix = func() string { return "f00df00d" }
+	e.C.RequestTimeout = 5 * time.Second // 40 s in phase 1
+	defer func(old time.Duration) { settleAnew = old }(settleAnew)
+	settleAnew = 500 * time.Millisecond
+	p := &planned{ID: id, Image: "docker.io/library/x:1", Runtime: "io.containerd.runc.v2", Snapshotter: "overlayfs", SnapshotKey: id,
+		Output: "file://" + e.logFile(id),
+		Spec:   &ocispec.Spec{Process: &ocispec.Process{Args: []string{"true"}}, Linux: &ocispec.Linux{CgroupsPath: "/" + namespace + "/" + id}}}
+	began := time.Now()
+	got, err := e.Create(testCtx(t), engine.Spec{Name: "waiter", Create: p})
+	if err != nil || got != fresh {
+		t.Fatalf("Create() = %q, %v; want the container made anew, %s", got, err, fresh)
+	}
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("Create took %v, want the unsettled create given up well before a request's time (5 s)", took)
+	}
+	reqs := d.requests("Containers/Create")
+	var c struct {
+		Container struct {
+			ID          string
+			SnapshotKey string `json:"snapshot_key"`
+			Spec        struct {
+				JSON struct {
+					Linux struct {
+						CgroupsPath string `json:"cgroupsPath"`
+					}
+				} `json:"json"`
+			}
+		}
+	}
+	if len(reqs) != 2 || json.Unmarshal([]byte(reqs[1]), &c) != nil || c.Container.ID != fresh || c.Container.SnapshotKey != fresh ||
+		c.Container.Spec.JSON.Linux.CgroupsPath != "/"+namespace+"/"+fresh {
+		t.Errorf("Containers/Create %q; want a second, for %s, on a snapshot and in a cgroup of its own", reqs, fresh)
+	}
+	var task struct{ Stdout string }
+	if creates := d.requests("Tasks/Create"); len(creates) != 3 || json.Unmarshal([]byte(creates[2]), &task) != nil || task.Stdout != "file://"+e.logFile(fresh) {
+		t.Errorf("Tasks/Create %q; want the third, %s's, with its own output file", creates, fresh)
+	}
+	if n := d.count("Containers/Delete"); n != 1 {
+		t.Errorf("%d container deletes, want the unsettled one removed", n)
 	}
 }
 
