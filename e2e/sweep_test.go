@@ -549,6 +549,7 @@ func (s containerdSweeper) run(t *testing.T, n int, call sweepCall, kind sweepKi
 	// it was not made twice.
 	for _, e := range events(res.phase1 + "\n" + res.waiter) {
 		if strings.HasPrefix(e.str("msg"), "gave up a container") {
+			t.Logf("gave up %s, its task create not settled, and made it anew as %s", e.str("container"), e.str("fresh"))
 			ids[e.str("container")] = true
 		}
 	}
