@@ -251,23 +251,24 @@ func TestTaskLostAnswer(t *testing.T) {
 		return c.TaskStart(ctx, "web")
 	}
 	cases := []struct {
-		name       string
-		call       func(context.Context, *containerdapi.Client) (uint32, error)
-		created    bool   // the task is there, created, before the call
-		fault      string // of the call's first attempt: "after" (acted, then the connection broke), "before", "unavailable", "creating" (cut while the daemon creates)
-		exits      bool   // a started task exits at once
-		gone       bool   // the task is deleted behind the client's back after the fault
-		aborts     bool   // a create cut while creating is not carried out
-		leftover   bool   // an earlier create, cut while creating, is still being undone
-		bundleGone bool   // and removes the bundle under the new create's shim
-		logGone    bool   // and removes the bundle under the new create's runc
-		forever    bool   // a create cut while creating never ends (the client's request bound is 500 ms)
-		within     string // the bound the settling of a create that never ends is given up at, if not 500ms
-		unknown    int    // after the fault, this many Tasks/Get answer the task's status UNKNOWN (a busy shim)
-		noStart    bool   // the task is never started, and the call succeeds: it may have been
-		wantCalls  string // the calls made; a regular expression for "creating"
-		wantState  string
-		wantErr    bool
+		name         string
+		call         func(context.Context, *containerdapi.Client) (uint32, error)
+		created      bool   // the task is there, created, before the call
+		fault        string // of the call's first attempt: "after" (acted, then the connection broke), "before", "unavailable", "creating" (cut while the daemon creates)
+		exits        bool   // a started task exits at once
+		gone         bool   // the task is deleted behind the client's back after the fault
+		aborts       bool   // a create cut while creating is not carried out
+		leftover     bool   // an earlier create, cut while creating, is still being undone
+		bundleGone   bool   // and removes the bundle under the new create's shim
+		logGone      bool   // and removes the bundle under the new create's runc
+		shimPathGone bool   // and removes the bundle as the new create's shim starts
+		forever      bool   // a create cut while creating never ends (the client's request bound is 500 ms)
+		within       string // the bound the settling of a create that never ends is given up at, if not 500ms
+		unknown      int    // after the fault, this many Tasks/Get answer the task's status UNKNOWN (a busy shim)
+		noStart      bool   // the task is never started, and the call succeeds: it may have been
+		wantCalls    string // the calls made; a regular expression for "creating"
+		wantState    string
+		wantErr      bool
 	}{
 		{name: "create, cut while creating", call: create, fault: "creating", wantCalls: `^Create Get( Create Get)+ Get$`, wantState: "created"},
 		{name: "create, cut while creating, aborted", call: create, fault: "creating", aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
@@ -278,6 +279,7 @@ func TestTaskLostAnswer(t *testing.T) {
 		{name: "create, an earlier create's cleanup under way", call: create, leftover: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
 		{name: "create, an earlier create's cleanup removes the bundle under the shim", call: create, leftover: true, bundleGone: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
 		{name: "create, an earlier create's cleanup removes the bundle under runc", call: create, leftover: true, logGone: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
+		{name: "create, an earlier create's cleanup removes the bundle as the shim starts", call: create, leftover: true, shimPathGone: true, aborts: true, wantCalls: `^Create Get( Create Get)* Create$`, wantState: "created"},
 		{name: "create, cut while creating, seen, then undone", call: create, fault: "undone", wantCalls: `^Create Get Get Create$`, wantState: "created"},
 		{name: "create, lost after acting", call: create, fault: "after", wantCalls: "Create Get Get", wantState: "created"},
 		{name: "create, lost after acting, unknown a while", call: create, fault: "after", unknown: 2, wantCalls: "Create Get Get Get Get", wantState: "created"},
@@ -349,6 +351,11 @@ func TestTaskLostAnswer(t *testing.T) {
 						// Seen on containerd 2.2.1 under load: the
 						// new shim's working directory, the bundle, went.
 						fail(w, containerdapi.Unknown, "failed to start shim: start failed: io.containerd.runc.v2: getwd: no such file or directory: exit status 1")
+					case method == "Create" && tc.shimPathGone:
+						// Seen on containerd 2.2.1 under load: the
+						// bundle went before the shim's path was
+						// written into it.
+						fail(w, containerdapi.Unknown, "failed to start shim: start failed: open /run/containerd/io.containerd.runtime.v2.task/tinkerbell/web/shim-binary-path: no such file or directory")
 					case method == "Create" && tc.logGone:
 						// Seen on containerd 2.2.1 under load: runc's log
 						// file went with the bundle.

@@ -213,7 +213,8 @@ var (
 // another create of the task still under way, or one cut off that
 // containerd is still undoing (containerd 2.2.1 answers Unknown, "mkdir
 // …: file exists", runc's "container with given ID already exists", or
-// a new shim's "getwd: no such file or directory", or runc's "open
+// a new shim's "getwd: no such file or directory" or "open
+// …/shim-binary-path: no such file or directory", or runc's "open
 // …/log.json: no such file or directory", when the undoing removes the
 // bundle under it, for the seconds it takes; Tasks/Get finds
 // no task meanwhile, or a task that then goes): the task is asked for
@@ -304,7 +305,8 @@ func (c *Client) knownTask(ctx context.Context, id string) (Process, error) {
 // bundleExists is a task create that met the bundle directory, or the
 // runc container, of another create of the same task, still under way
 // or being undone; or whose new shim lost its working directory, the
-// bundle, to that undoing ("getwd: no such file or directory"), or whose
+// bundle, to that undoing ("getwd: no such file or directory", or "open
+// …/shim-binary-path: no such file or directory" as it starts), or whose
 // runc lost its log file in the bundle ("unable to retrieve OCI runtime
 // error (open …/log.json: no such file or directory)").
 func bundleExists(err error) bool {
@@ -314,7 +316,8 @@ func bundleExists(err error) bool {
 	}
 	return strings.Contains(ae.Message, "mkdir ") && strings.HasSuffix(ae.Message, ": file exists") ||
 		strings.HasSuffix(ae.Message, "runc create failed: container with given ID already exists") ||
-		strings.HasPrefix(ae.Message, "failed to start shim: ") && strings.Contains(ae.Message, "getwd: no such file or directory") ||
+		strings.HasPrefix(ae.Message, "failed to start shim: ") && (strings.Contains(ae.Message, "getwd: no such file or directory") ||
+			strings.Contains(ae.Message, "/shim-binary-path: no such file or directory")) ||
 		strings.Contains(ae.Message, "unable to retrieve OCI runtime error (open ") && strings.Contains(ae.Message, "/log.json: no such file or directory")
 }
 
