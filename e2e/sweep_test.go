@@ -181,6 +181,7 @@ const (
 	outcomeFailed   sweepOutcome = "failed cleanly"
 	outcomeNotMet   sweepOutcome = "the call was not made so often: no fault"
 	outcomeViolated sweepOutcome = "an invariant broke"
+	outcomeNotReady sweepOutcome = "the engine could not be readied for it: not run"
 )
 
 func sweep(t *testing.T, s sweeper) {
@@ -204,6 +205,9 @@ func sweep(t *testing.T, s sweeper) {
 		n    int
 		call sweepCall
 		kind sweepKind
+		// before readies the engine for the case, within its subtest:
+		// a case that -run leaves out needs nothing readied.
+		before func(*testing.T)
 	}
 	cases := make(chan sweepCase)
 	var mu sync.Mutex
@@ -220,7 +224,7 @@ func sweep(t *testing.T, s sweeper) {
 				defer func() {
 					mu.Lock()
 					defer mu.Unlock()
-					if t.Failed() {
+					if t.Failed() && outcome != outcomeNotReady {
 						outcome = outcomeViolated
 					}
 					outcomes[outcome]++
@@ -232,6 +236,11 @@ func sweep(t *testing.T, s sweeper) {
 					}
 					byKind[c.kind][outcome]++
 				}()
+				if c.before != nil {
+					outcome = outcomeNotReady
+					c.before(t)
+					outcome = outcomeViolated
+				}
 				out := t.TempDir()
 				r := s.run(t, c.n, c.call, c.kind, out)
 				outcome = checkSweepRun(t, s, r, out)
@@ -255,16 +264,15 @@ func sweep(t *testing.T, s sweeper) {
 		for _, kind := range sweeping() {
 			n++
 			if strings.Contains(call.key, "{other}") {
-				alone = append(alone, sweepCase{n, call, kind})
+				alone = append(alone, sweepCase{n, call, kind, s.prepare})
 				continue
 			}
-			cases <- sweepCase{n, call, kind}
+			cases <- sweepCase{n: n, call: call, kind: kind}
 		}
 	}
 	close(cases)
 	wg.Wait()
 	for _, c := range alone {
-		s.prepare(t)
 		one := make(chan sweepCase, 1)
 		one <- c
 		close(one)
@@ -281,8 +289,12 @@ func sweep(t *testing.T, s sweeper) {
 		summary = append(summary, fmt.Sprintf("  %s: %s", kind, strings.Join(parts, ", ")))
 	}
 	slices.Sort(notRan)
-	t.Logf("the sweep: %d calls × %d faults = %d runs in %v: %d %s, %d %s, %d %s, %d %s\n%s\nthe runs that did not hand off and run everything:\n%s",
-		len(rec.calls), len(sweeping()), n, time.Since(start).Round(time.Second),
+	ran := 0 // the runs -run selected
+	for _, k := range outcomes {
+		ran += k
+	}
+	t.Logf("the sweep: %d calls × %d faults = %d runs, %d of them run, in %v: %d %s, %d %s, %d %s, %d %s\n%s\nthe runs that did not hand off and run everything:\n%s",
+		len(rec.calls), len(sweeping()), n, ran, time.Since(start).Round(time.Second),
 		outcomes[outcomeRan], outcomeRan, outcomes[outcomeFailed], outcomeFailed,
 		outcomes[outcomeNotMet], outcomeNotMet, outcomes[outcomeViolated], outcomeViolated,
 		strings.Join(summary, "\n"), strings.Join(notRan, "\n"))
