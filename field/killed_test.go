@@ -86,6 +86,18 @@ func TestKilledWaiting(t *testing.T) {
 		t.Errorf("CaptainOS, killed waiting: %q; want %q", got, want)
 	}
 
+	// HookOS, timeout 20 s: the SIGTERM came while phase 1 waited.
+	rec = consoleTimed(t, "testdata/hookos-killed-waiting.console")
+	if killed, err = KilledAt(rec); err != nil {
+		t.Fatal(err)
+	}
+	if k, err = KilledWaiting(rec, killed); err != nil {
+		t.Errorf("HookOS, killed waiting: %v", err)
+	}
+	if got, want := k.Note(), "killed 8.4 s after phase 1 created the user container, 15.7 s before its wait for the waiter's word ran out"; got != want {
+		t.Errorf("HookOS, killed waiting: %q; want %q", got, want)
+	}
+
 	t0 := hostTime(t, "10:00:00.000")
 	at := func(texts ...string) []Line {
 		var out []Line
@@ -153,6 +165,11 @@ func TestNothingStarted(t *testing.T) {
 	// gone), started nothing and removed the user container.
 	if left, err := NothingStarted(consoleTimed(t, "testdata/captainos-killed-waiting.console")); err != nil || len(left) != 2 {
 		t.Errorf("CaptainOS, killed waiting: left %q, %v; want the action's container and the waiter's", left, err)
+	}
+	// HookOS: phase 1's undo removed the waiter, and was cut short before
+	// it removed the user container, created and never started.
+	if left, err := NothingStarted(consoleTimed(t, "testdata/hookos-killed-waiting.console")); err != nil || len(left) != 2 {
+		t.Errorf("HookOS, killed waiting: left %q, %v; want the user container, created, and the runner's", left, err)
 	}
 	lines := func(texts ...string) []Line {
 		var out []Line
