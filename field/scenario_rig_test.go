@@ -343,13 +343,13 @@ func kexecRebootFails(os, sock, pid string) (Scenario, error) {
 }
 
 // The timeout rows' timings, measured under TCG with one vCPU: from the
-// runner's start, phase 1 had created the user container after 8.5-18.5 s
-// on CaptainOS (without CNI) and about 3 s on HookOS, whose waiter started
-// 7 s later; phase 1 then waits up to 20 s for the waiter's word, which a
-// result device 1 s late on each read and write held back 25.6 s. Each
-// timeout lands the kill some seconds into that wait, several before its
-// end.
-var killTimeout = map[string]int{"captainos": 24, "hookos": 20}
+// runner's start, phase 1 had created the user container and begun to
+// wait for the waiter's word after 8.5-18.5 s on CaptainOS (without CNI);
+// on HookOS it had begun to wait after 11.6-15.8 s. It waits up to 20 s,
+// and a result device 1 s late on each read and write held the waiter's
+// word back 25.6 s. The timeout lands the kill some seconds into that
+// wait, several before its end.
+var killTimeout = map[string]int{"captainos": 24, "hookos": 24}
 
 const slowDelayMS = 1000
 
