@@ -349,7 +349,7 @@ func kexecRebootFails(os, sock, pid string) (Scenario, error) {
 // and a result device 1 s late on each read and write held the waiter's
 // word back 25.6 s. The timeout lands the kill some seconds into that
 // wait, several before its end.
-var killTimeout = map[string]int{"captainos": 24, "hookos": 24}
+const killTimeout = 24
 
 const slowDelayMS = 1000
 
@@ -366,7 +366,7 @@ func killedAtTimeout(os, sock, pid string) (Scenario, error) {
 	}
 	sc, err := NewScenario("timeout", os, `- name: reboot
   image: waitdaemon:latest
-  timeout: `+strconv.Itoa(killTimeout[os])+`
+  timeout: `+strconv.Itoa(killTimeout)+`
   command: ["reboot", "-f"]
 `+pid+network+`  environment:
     IMAGE: alpine:3.20
