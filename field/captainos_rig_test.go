@@ -35,8 +35,10 @@ var (
 // CheckCaptainOS checks a CaptainOS-like machine's console: the machine
 // as shipped, and the action's CNI network, which the runner set up unless
 // the action is on the host's network, and took down before its report
-// (the line at report). It returns how long the teardown took.
-func CheckCaptainOS(lines []Line, hostNetwork, ran bool, report time.Time) (time.Duration, error) {
+// (the line at report). It returns how long the teardown took. Every
+// action the field runs has its task made, the one killed at its timeout
+// too (after phase 1 created the user container).
+func CheckCaptainOS(lines []Line, hostNetwork bool, report time.Time) (time.Duration, error) {
 	var facts map[string]string
 	for _, l := range lines {
 		// After systemd's reset of the terminal, which the line follows.
@@ -86,10 +88,6 @@ func CheckCaptainOS(lines []Line, hostNetwork, ran bool, report time.Time) (time
 		return 0, nil
 	}
 	switch {
-	case setUp == nil && !ran:
-		// Killed before its task was made (at its timeout, in the
-		// pull): there was nothing to join to a network.
-		return 0, nil
 	case setUp == nil:
 		return 0, fmt.Errorf("the action is not on the host's network, and the runner set up no CNI network")
 	case !strings.HasPrefix(cniSetUp.FindStringSubmatch(setUp.Text)[4], "172.17."):

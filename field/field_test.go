@@ -280,11 +280,28 @@ if [ "$RUNTIME" = containerd ] && [ "$RELEASE" != head ]; then
 	# v0.23 to v0.25 pull with containerd's default resolver, HTTPS for
 	# the field's plain-HTTP registry: the action's image is there
 	# beforehand, as an HTTPS registry or a baked-in image would have it.
-	img=$(sed -n 's/^[ -]*image: *//p' /field/action.yaml | head -1)
-	if ctr -n tinkerbell images pull --hosts-dir /etc/containerd/certs.d "$img" >/dev/null; then
+	PRELOAD="$(sed -n 's/^[ -]*image: *//p' /field/action.yaml | head -1) $PRELOAD"
+fi
+for img in $PRELOAD; do
+	if [ "$RUNTIME" = containerd ]; then
+		ctr -n tinkerbell images pull --hosts-dir /etc/containerd/certs.d "$img" >/dev/null
+	else
+		docker pull -q "$img" >/dev/null
+	fi
+	if [ $? = 0 ]; then
 		echo "FIELD-PRELOADED $img"
 	else
 		echo "FIELD-PRELOAD-FAILED $img"
+	fi
+done
+if [ -n "$SLOW_DEVICE" ]; then
+	# The target disk's partition behind device-mapper's delay target:
+	# each read and write of /dev/dm-0 waits SLOW_DEVICE ms. (udev's
+	# /dev/mapper/slow is a link, which no worker gives an action.)
+	if dmsetup create slow --table "0 $(cat /sys/class/block/sda1/size) delay /dev/sda1 0 $SLOW_DEVICE" && [ -b /dev/dm-0 ] && [ "$(cat /sys/block/dm-0/dm/name)" = slow ]; then
+		echo "FIELD-SLOW-DEVICE /dev/dm-0 $(dmsetup table slow)"
+	else
+		echo "FIELD-SLOW-DEVICE-FAILED"
 	fi
 fi
 echo "FIELD-CLOCK $(date +%s.%N)"
@@ -325,9 +342,31 @@ if [ "$RUNTIME" = containerd ]; then
 			done
 		done
 	) &
+	if [ -n "$WATCH_LEFT" ]; then
+		# What is left once the waiter has ended (its container stays).
+		(
+			n=0
+			while ctr -n tinkerbell tasks list 2>/dev/null | grep -- '-waitdaemon-waiter.*RUNNING' >/dev/null && [ $n -lt 75 ]; do
+				sleep 2
+				n=$((n+1))
+			done
+			echo "FIELD-LEFT $(ctr -n tinkerbell containers list -q | tr '\n' ' ')"
+		) &
+	fi
 	wait # the service's end would kill it
 else
 	echo "FIELD-CONTAINERS $(docker ps -a --format '{{.Names}}:{{.Status}}' | tr '\n' ' ')"
+	if [ -n "$WATCH_LEFT" ]; then
+		# What is left once the waiter has ended (and removed itself).
+		(
+			n=0
+			while [ -n "$(docker ps -q --filter name=-waitdaemon-waiter)" ] && [ $n -lt 75 ]; do
+				sleep 2
+				n=$((n+1))
+			done
+			echo "FIELD-LEFT $(docker ps -a --format '{{.Names}}:{{.State}}' | tr '\n' ' ')"
+		) &
+	fi
 	wait
 fi
 `
@@ -353,6 +392,15 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 		env += "MOUNT_TARGET=1\n"
 	}
 	env += "RELEASE=" + string(sc.Release) + "\n"
+	if len(sc.Preload) > 0 {
+		env += "PRELOAD='" + strings.Join(sc.Preload, " ") + "'\n"
+	}
+	if sc.KillAfterCreate {
+		env += "WATCH_LEFT=1\n"
+	}
+	if sc.Slow > 0 {
+		env += fmt.Sprintf("SLOW_DEVICE=%d\n", sc.Slow)
+	}
 	m := Machine{
 		Kernel: img.Kernel, Initrd: img.Initrd, Append: cmdline,
 		Forwards: []Forward{{Guest: 5017, Host: f.registry.Port}},
@@ -426,7 +474,7 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 	// after the container's removal, seconds later under TCG, so take its
 	// "at" and the guest clock's offset, which FIELD-CLOCK gave.
 	exitAt, removedAt := exit.At, exit.At
-	if offset, ok := clockOffset(vm); ok && !ended.At.IsZero() {
+	if offset, ok := clockOffset(vm.Lines()); ok && !ended.At.IsZero() {
 		exitAt = ended.At.Add(offset)
 		if !ended.RemovedAt.IsZero() {
 			removedAt = ended.RemovedAt.Add(offset)
@@ -440,12 +488,26 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 	if got := engineUp(vm); got != engines[sc.OS] {
 		return fail("the machine runs %q; want %q", got, engines[sc.OS])
 	}
+	var killed KillTiming
+	if sc.KillAfterCreate {
+		if err := prepared(vm); err != nil {
+			return fail("%v", err)
+		}
+		killedAt, err := KilledAt(vm.Lines())
+		if err != nil {
+			return fail("%v", err)
+		}
+		if killed, err = KilledWaiting(vm.Lines(), killedAt); err != nil {
+			return fail("%v", err)
+		}
+		t.Logf("%s", killed.Note())
+	}
 	if sc.OS == "captainos" {
 		hostNet, err := onHostNetwork(sc.Action, sc.Release)
 		if err != nil {
 			return fail("%v", err)
 		}
-		teardown, err := CheckCaptainOS(vm.Lines(), hostNet, ended.Msg == "action exited", exit.At)
+		teardown, err := CheckCaptainOS(vm.Lines(), hostNet, exit.At)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -481,8 +543,13 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 		row.ExitToDown = down.At.Sub(exitAt)
 	}
 	vm.Kill()
-	if sc.Want == StayedUp {
-		row.Note += ", " + killedWhen(vm, exit.At)
+	if sc.KillAfterCreate {
+		row.Note += ", " + killed.Note()
+		left, err := NothingStarted(vm.Lines())
+		if err != nil {
+			return fail("%v", err)
+		}
+		t.Logf("nothing started; left once the waiter ended: %v", left)
 	}
 	if row.Outcome != sc.Want {
 		return fail("want %s, got %s (%s, exit code %d)", sc.Want, row.Outcome, ended.Msg, ended.ExitCode)
@@ -504,6 +571,11 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 			return fail("%v", err)
 		}
 		t.Logf("%s, as the next boot read it: %s", sc.Result, data)
+	}
+	if sc.KillAfterCreate && sc.Result != "" {
+		if err := NotStarted(data); err != nil {
+			return fail("%v", err)
+		}
 	}
 	if row.By, err = tookDown(sc, row.Outcome, vm, data); err != nil {
 		return fail("%v", err)
@@ -668,8 +740,8 @@ func engineUp(vm *VM) string {
 
 // clockOffset is the host's clock less the guest's, from the FIELD-CLOCK
 // line: the guest's time when it wrote it, the host's when it came.
-func clockOffset(vm *VM) (time.Duration, bool) {
-	for _, l := range vm.Lines() {
+func clockOffset(lines []Line) (time.Duration, bool) {
+	for _, l := range lines {
 		if rest, ok := strings.CutPrefix(l.Text, "FIELD-CLOCK "); ok {
 			secs, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
 			if err != nil {
@@ -680,19 +752,6 @@ func clockOffset(vm *VM) (time.Duration, bool) {
 		}
 	}
 	return 0, false
-}
-
-// killedWhen says whether phase 1 had asked for the user container when
-// the action was killed: its trace shows the create (containerd's body
-// names the container by "id", Docker's query by "name=").
-func killedWhen(vm *VM, exit time.Time) string {
-	for _, l := range vm.Lines() {
-		if l.At.Before(exit) && strings.Contains(l.Text, "-waitdaemon-user") && !strings.Contains(l.Text, "--user-container") &&
-			(strings.Contains(l.Text, `"id"`) || strings.Contains(l.Text, "name=")) {
-			return "killed after phase 1 created the user container"
-		}
-	}
-	return "killed before phase 1 created the user container"
 }
 
 func consoleTail(vm *VM, n int) string {

@@ -35,6 +35,15 @@ type Scenario struct {
 	MountTarget bool
 	// Result is a file the next boot reads from the target disk.
 	Result string
+	// Slow: the machine has /dev/dm-0, the target disk's
+	// partition behind device-mapper's delay target, each read and write
+	// waiting Slow ms.
+	Slow int
+	// Preload: the images the engine has before the runner starts.
+	Preload []string
+	// KillAfterCreate: the agent kills the action at its timeout, and the
+	// kill must land after phase 1 created the user container.
+	KillAfterCreate bool
 	// Skip says why the scenario is not in the default list.
 	Skip string
 	// Release is the one the runner copies in the machine; Releases those
@@ -248,22 +257,10 @@ func Scenarios(repo string) ([]Scenario, error) {
 		if os == "hookos" {
 			sock = "/var/run/docker.sock"
 		}
-		timeout, err := NewScenario("timeout", os, `- name: reboot
-  image: waitdaemon:latest
-  timeout: 5
-  command: ["reboot", "-f"]
-`+pid+`  environment:
-    IMAGE: alpine:3.20
-    WAIT_SECONDS: 10
-    WAITDAEMON_VERBOSE: true
-  volumes:
-    - `+sock+`:`+sock+`
-`)
+		timeout, err := killedAtTimeout(os, sock, pid)
 		if err != nil {
 			return nil, err
 		}
-		timeout.Name = "killed at its timeout"
-		timeout.Want, timeout.By = StayedUp, ByNothing
 		scs = append(scs, timeout)
 		fails, err := NewScenario("kexec that fails", os, `- name: kexec
   image: waitdaemon:latest
@@ -342,5 +339,51 @@ func kexecRebootFails(os, sock, pid string) (Scenario, error) {
 `)
 	sc.Name = "kexec whose reboot(2) fails, exits 0: caught by WAITDAEMON_DOWN_WITHIN, falls back to reboot -f"
 	sc.Want, sc.By = Reset, ByFallback
+	return sc, err
+}
+
+// The timeout rows' timings, measured under TCG with one vCPU: from the
+// runner's start, phase 1 had created the user container and begun to
+// wait for the waiter's word after 8.5-18.5 s on CaptainOS (without CNI);
+// on HookOS it had begun to wait after 11.6-15.8 s. It waits up to 20 s,
+// and a result device 1 s late on each read and write held the waiter's
+// word back 25.6 s. The timeout lands the kill some seconds into that
+// wait, several before its end.
+const killTimeout = 24
+
+const slowDelayMS = 1000
+
+// killedAtTimeout is an action killed at its timeout once phase 1 has
+// created the user container: the images are there beforehand, and its
+// result device is slow, so that phase 1 waits for the waiter's word on
+// it (up to 20 s) when the kill lands. Nothing may start, the machine
+// stays up.
+func killedAtTimeout(os, sock, pid string) (Scenario, error) {
+	network := ""
+	if os == "captainos" {
+		// No CNI network, whose setup took the runner 6-12 s.
+		network = "  namespaces:\n    network: host\n"
+	}
+	sc, err := NewScenario("timeout", os, `- name: reboot
+  image: waitdaemon:latest
+  timeout: `+strconv.Itoa(killTimeout)+`
+  command: ["reboot", "-f"]
+`+pid+network+`  environment:
+    IMAGE: alpine:3.20
+    WAIT_SECONDS: 10
+    WAITDAEMON_VERBOSE: true
+    WAITDAEMON_RESULT_DEVICE: /dev/dm-0
+    WAITDAEMON_RESULT_FILE: /var/lib/waitdaemon/timeout.json
+  volumes:
+    - `+sock+`:`+sock+`
+`)
+	sc.Name = "killed at its timeout"
+	sc.Want, sc.By = StayedUp, ByNothing
+	sc.Slow, sc.Preload, sc.KillAfterCreate = slowDelayMS, []string{images["waitdaemon"], images["alpine"]}, true
+	if os == "hookos" {
+		// The agent's SIGTERM comes first: phase 1's undo removes the
+		// waiter before it could write anything.
+		sc.Result = ""
+	}
 	return sc, err
 }

@@ -189,8 +189,11 @@ func TestTwoSignalFallbackBounded(t *testing.T) {
 }
 
 // TestTwoActionExitedFails: a waiter that cannot learn when the action
-// exited (the engine gone for longer than it waits) starts nothing, and
-// still writes a result that says why.
+// exited (the engine gone for longer than it waits; on containerd, an
+// action killed at its timeout whose task the agent deleted before the
+// waiter looked) starts nothing, removes the user and fallback
+// containers, which will never start, and still writes a result that
+// says why.
 func TestTwoActionExitedFails(t *testing.T) {
 	eng := waiterFake(true)
 	eng.Fail = map[string]error{"ActionExited": errors.New("waiting for the action container: no answer from the engine for 2m0s")}
@@ -206,6 +209,9 @@ func TestTwoActionExitedFails(t *testing.T) {
 	}
 	if slices.ContainsFunc(eng.Calls(), func(c string) bool { return strings.HasPrefix(c, "Start") }) {
 		t.Errorf("started something: %q", eng.Calls())
+	}
+	if got := eng.Names(); !slices.Equal(got, []string{"act-waitdaemon-waiter"}) {
+		t.Errorf("left %q; want the waiter alone", got)
 	}
 	checkResultFile(t, args.ResultFile, res)
 }

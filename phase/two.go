@@ -78,9 +78,7 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 	}
 	exit, err := eng.ActionExited(ctx, w.ActionContainer)
 	if err != nil {
-		// Nothing starts on an engine that cannot tell: the result says why.
-		res := result{ExitCode: -1, Attempts: []attempt{}, NotStarted: "could not tell when the action container exited: " + err.Error()}
-		return errors.Join(err, w.report(res))
+		return w.exitUnknown(err)
 	}
 	if exit.Known && exit.Code != 0 {
 		return w.actionFailed(ctx, exit.Code)
@@ -427,6 +425,19 @@ func (w *waiter) actionFailed(ctx context.Context, code int) error {
 	why := fmt.Sprintf("the action container exited %d, so it did not hand off: nothing was started", code)
 	res := result{ExitCode: -1, Attempts: []attempt{}, ActionExitCode: &code, NotStarted: why}
 	return errors.Join(append(errs, w.report(res))...)
+}
+
+// exitUnknown ends the waiter of an action whose exit it could not
+// learn (on containerd, one killed at its timeout whose task the agent
+// deleted before the waiter looked, its container kept): nothing starts,
+// what phase 1 made is removed, within a bound (the engine may be gone),
+// and the result says why.
+func (w *waiter) exitUnknown(why error) error {
+	ctx, stop := context.WithTimeout(context.Background(), 15*time.Second)
+	defer stop()
+	errs := removeAll(ctx, w.eng, []string{w.UserContainer, w.FallbackContainer})
+	res := result{ExitCode: -1, Attempts: []attempt{}, NotStarted: "could not tell when the action container exited: " + why.Error()}
+	return errors.Join(append([]error{why}, append(errs, w.report(res))...)...)
 }
 
 // cancel removes the containers that will now never start, and reports

@@ -49,7 +49,8 @@ say() { echo "field-image: $*" >&2; }
 # The kernel modules each machine loads; their dependencies come along.
 # ext4 asks the crypto API for crc32c (metadata checksums), which no
 # depends line names: without it, mounting the target disk fails, ENOENT.
-modules_common="virtio_pci virtio_net virtio_blk virtio_scsi sd_mod ext4 crc32c_generic overlay"
+# device-mapper's delay target: the field's slow result device.
+modules_common="virtio_pci virtio_net virtio_blk virtio_scsi sd_mod ext4 crc32c_generic overlay dm_mod dm_delay"
 # CNI's bridge, its masquerade and its firewall, with iptables-nft.
 modules_captainos="bridge veth nf_tables nft_compat nft_chain_nat nft_masq nf_nat nf_conntrack
 	xt_MASQUERADE xt_addrtype xt_conntrack xt_comment xt_mark xt_multiport"
@@ -61,11 +62,11 @@ captainos)
 	# Debian's containernetworking-plugins: CaptainOS's CNI plugins
 	# (bridge, host-local, loopback, portmap, firewall, tuning), which
 	# run iptables.
-	packages="systemd systemd-sysv systemd-resolved udev dbus kmod iproute2 iptables libseccomp2 containernetworking-plugins"
+	packages="systemd systemd-sysv systemd-resolved udev dbus kmod iproute2 iptables libseccomp2 containernetworking-plugins dmsetup"
 	modules="$modules_common $modules_captainos"
 	;;
 hookos | hookos26)
-	packages="docker-cli busybox-static kmod iproute2 iptables socat"
+	packages="docker-cli busybox-static kmod iproute2 iptables socat dmsetup"
 	modules="$modules_common $modules_hookos"
 	docker=28
 	[ "$os" = hookos26 ] && docker=26

@@ -62,6 +62,9 @@ type Result struct {
 	// killed because the agent was stopped (its context cancelled) did not
 	// time out; its exit code says it failed.
 	TimedOut bool
+	// KilledAt, when it TimedOut, is when the timeout passed: the agent's
+	// kill, or, before the action ran, its giving up.
+	KilledAt time.Time
 	// Output is what the action wrote on stdout and stderr, as the agent
 	// read it.
 	Output string
@@ -99,12 +102,20 @@ func run[C container](ctx context.Context, a Action, create func(context.Context
 	// The agent's deadline: the action's timeout, from before the pull.
 	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
 	defer cancel()
+	deadline, _ := ctx.Deadline()
 	ctr, err := create(ctx, a)
 	if err != nil {
 		// Nothing ran: no exit code.
-		return Result{Name: a.ContainerName(), TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded), ExitCode: -1}, err
+		res := Result{Name: a.ContainerName(), TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded), ExitCode: -1}
+		if res.TimedOut {
+			res.KilledAt = deadline
+		}
+		return res, err
 	}
 	res, err := ctr.Run(ctx)
+	if res.TimedOut {
+		res.KilledAt = deadline
+	}
 	// Every worker cleans up before it reports: tink-worker's deferred
 	// RemoveContainer and tink-agent's deferred removals all run before
 	// Execute returns to the report.

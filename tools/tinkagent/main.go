@@ -12,8 +12,9 @@
 //
 //	{"msg":"action exited","action":NAME,"exit_code":N,"at":RFC3339Nano,"removed_at":RFC3339Nano}
 //
-// ("action timed out" when its timeout passed; exit_code -1 when the action
-// never ran; removed_at when the clean-up before the report ended). It
+// ("action timed out" when its timeout passed, with "killed_at", when it
+// did; exit_code -1 when the action never ran; removed_at when the
+// clean-up before the report ended). It
 // exits 0 if the action succeeded, 1 if not, 2 on bad input.
 // -unprivileged, for Docker engines that cannot start a privileged
 // container, leaves out Privileged, which the agent always sets, and
@@ -126,13 +127,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if removed.IsZero() {
 		removed = time.Now()
 	}
+	killed := ""
+	if res.TimedOut {
+		killed = res.KilledAt.UTC().Format(time.RFC3339Nano)
+	}
 	line, _ := json.Marshal(struct {
 		Msg       string `json:"msg"`
 		Action    string `json:"action"`
 		ExitCode  int    `json:"exit_code"`
 		At        string `json:"at"`
 		RemovedAt string `json:"removed_at"`
-	}{msg, a.Name, res.ExitCode, at.UTC().Format(time.RFC3339Nano), removed.UTC().Format(time.RFC3339Nano)})
+		KilledAt  string `json:"killed_at,omitempty"`
+	}{msg, a.Name, res.ExitCode, at.UTC().Format(time.RFC3339Nano), removed.UTC().Format(time.RFC3339Nano), killed})
 	fmt.Fprintf(stdout, "%s\n", line)
 	if err != nil || !res.Succeeded() {
 		return 1

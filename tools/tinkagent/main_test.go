@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBadInput: bad input exits 2, naming the input and what it wants,
@@ -65,16 +66,22 @@ func TestZeroTimeout(t *testing.T) {
 	for _, runtime := range []string{"containerd", "docker"} {
 		t.Run(runtime, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
+			before := time.Now()
 			if code := run([]string{"-runtime", runtime, "-socket", filepath.Join(dir, "none.sock"), "-action", file}, &stdout, &stderr); code != 1 {
 				t.Errorf("exit %d, want 1; stderr:\n%s", code, stderr.String())
 			}
 			var line struct {
-				Msg      string `json:"msg"`
-				Action   string `json:"action"`
-				ExitCode int    `json:"exit_code"`
+				Msg      string    `json:"msg"`
+				Action   string    `json:"action"`
+				ExitCode int       `json:"exit_code"`
+				KilledAt time.Time `json:"killed_at"`
 			}
 			if err := json.Unmarshal(stdout.Bytes(), &line); err != nil || line.Msg != "action timed out" || line.Action != "no-timeout" || line.ExitCode != -1 {
 				t.Errorf("stdout %q, want one line: action no-timeout timed out, exit code -1", stdout.String())
+			}
+			// The deadline, 0 s after the run began.
+			if line.KilledAt.Before(before) || line.KilledAt.After(time.Now()) {
+				t.Errorf("killed_at %v; want when its timeout passed, during the run (stdout %q)", line.KilledAt, stdout.String())
 			}
 		})
 	}
