@@ -50,7 +50,10 @@ var engines = map[string]string{
 const kernelPanic = "Kernel panic - not syncing"
 
 const (
-	bootTimeout = 5 * time.Minute
+	// From QEMU's start to the action's exit: 1-3 min under TCG, and up
+	// to 5 when the Go tests beside the suite load both cores (seen: a
+	// HookOS boot that had not run its action in 5 min).
+	bootTimeout = 8 * time.Minute
 	downGrace   = 90 * time.Second
 )
 
