@@ -214,6 +214,32 @@ func TestTraceBytesRedacted(t *testing.T) {
 	}
 }
 
+// TestTraceEmptyBlob: an empty blob, no message, is traced as no
+// message: no empty one joined from none.
+func TestTraceEmptyBlob(t *testing.T) {
+	c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+		readRequest(t, r)
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Trailer", "Grpc-Status, Grpc-Message")
+		w.Header().Set("Grpc-Status", "0")
+	})
+	var trace traceBuffer
+	c.Trace = &trace
+	got, err := c.ContentRead(shortCtx(t), "sha256:0123")
+	if err != nil || len(got) != 0 {
+		t.Fatalf("ContentRead() = %q, %v; want nothing, no error", got, err)
+	}
+	var read []string
+	for _, l := range strings.Split(trace.String(), "\n") {
+		if strings.HasPrefix(l, "<") {
+			read = append(read, l)
+		}
+	}
+	if want := []string{"< containerd.services.content.v1.Content/Read: OK"}; !slices.Equal(read, want) {
+		t.Errorf("the trace shows %q read, want %q alone:\n%s", read, want, trace.String())
+	}
+}
+
 // TestContentReader reads a blob as it streams, piece by piece, and
 // traces how many bytes came, not the bytes; a piece at another offset
 // than the next is an error.

@@ -28,6 +28,9 @@ func TestStartExitCode(t *testing.T) {
 		// crun, Podman.
 		{"crun: executable file `nope` not found in $PATH: No such file or directory: OCI runtime attempted to invoke a command that was not found", 127},
 		{"crun: open executable: Permission denied: OCI permission denied", 126},
+		// Two steps named: the words after the first tell.
+		{`exec: "/x": permission denied (an executable file, by its name)`, 126},
+		{`exec: "/x": stat /x: no such file or directory, so no executable file`, 127},
 		// Refusals before the exec.
 		{`error gathering device information while adding custom device "/dev/sdz": no such file or directory`, 125},
 		{`error while creating mount source path '/srv/data': mkdir /srv/data: permission denied`, 125},

@@ -136,13 +136,18 @@ func (e *Engine) hostEtc(action ocispec.Spec) []string {
 
 // hostRoot is /proc/<pid>/root of this process's nearest ancestor in
 // another mount namespace, or "" if none can be seen.
-func hostRoot() string {
-	own, err := os.Readlink("/proc/self/ns/mnt")
+func hostRoot() string { return hostRootIn("/proc", os.Getppid()) }
+
+// hostRootIn is hostRoot, reading proc as /proc, from the parent ppid:
+// <proc>/<pid>/root of the nearest ancestor, 16 at most, whose mount
+// namespace is not that of <proc>/self.
+func hostRootIn(proc string, ppid int) string {
+	own, err := os.Readlink(proc + "/self/ns/mnt")
 	if err != nil {
 		return ""
 	}
-	for pid, hops := os.Getppid(), 0; pid > 0 && hops < 16; hops++ {
-		dir := "/proc/" + strconv.Itoa(pid)
+	for pid, hops := ppid, 0; pid > 0 && hops < 16; hops++ {
+		dir := proc + "/" + strconv.Itoa(pid)
 		if ns, err := os.Readlink(dir + "/ns/mnt"); err == nil && ns != own {
 			return dir + "/root"
 		}

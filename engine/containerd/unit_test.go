@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -760,6 +761,154 @@ func TestHostRoot(t *testing.T) {
 	if got := hostRoot(); got != "" {
 		t.Errorf("hostRoot() = %q, want none: every ancestor shares this process's mount namespace", got)
 	}
+}
+
+// TestRuntimeOptions: the containers planned from the action run with
+// its runtime's options, and with none when it has none (an empty type
+// and value), not with an empty Any.
+func TestRuntimeOptions(t *testing.T) {
+	for _, o := range []containerdapi.Any{
+		{TypeURL: "containerd.runc.v1.Options", Value: []byte{0x0a, 0x01, 'x'}},
+		{TypeURL: "containerd.runc.v1.Options"},
+		{Value: []byte{0x0a, 0x01, 'x'}},
+	} {
+		got := runtimeOptions(containerdapi.Container{Runtime: containerdapi.Runtime{Options: o}})
+		if got == nil || got.TypeURL != o.TypeURL || !slices.Equal(got.Value, o.Value) {
+			t.Errorf("runtimeOptions(%+v) = %+v, want the action's", o, got)
+		}
+	}
+	if got := runtimeOptions(containerdapi.Container{Runtime: containerdapi.Runtime{Name: containerdapi.RuncV2}}); got != nil {
+		t.Errorf("runtimeOptions() of an action without options = %+v, want none", got)
+	}
+}
+
+// TestRole: a container planned with a command, or the image's own
+// default command, is the fallback; one with neither is the user
+// container.
+func TestRole(t *testing.T) {
+	cases := []struct {
+		want engine.Want
+		role string
+	}{
+		{engine.Want{}, "user"},
+		{engine.Want{Command: []string{"reboot"}}, "fallback"},
+		{engine.Want{Command: []string{}}, "fallback"},
+		{engine.Want{ImageDefault: true}, "fallback"},
+	}
+	for _, tc := range cases {
+		if got := role(tc.want); got != tc.role {
+			t.Errorf("role(%+v) = %q, want %q", tc.want, got, tc.role)
+		}
+	}
+}
+
+// fakeProc makes a /proc of this process, in mount namespace mnt:[1],
+// and its ancestors from pid 100 up, one for each of ns, the mount
+// namespace of each; the last one's parent is pid 0. Each one's command
+// holds spaces and parentheses, as a stat's may.
+func fakeProc(t *testing.T, ns ...string) string {
+	t.Helper()
+	proc := t.TempDir()
+	link := func(pid, target string) {
+		if err := os.MkdirAll(filepath.Join(proc, pid, "ns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(proc, pid, "ns/mnt")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link("self", "mnt:[1]")
+	for i, n := range ns {
+		pid, ppid := 100+i, 100+i+1
+		if i == len(ns)-1 {
+			ppid = 0
+		}
+		link(strconv.Itoa(pid), n)
+		stat := fmt.Sprintf("%d (sh -c (x) y) S %d %d %d 0 -1\n", pid, ppid, pid, pid)
+		if err := os.WriteFile(filepath.Join(proc, strconv.Itoa(pid), "stat"), []byte(stat), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return proc
+}
+
+// TestHostRootIn: the walk up the ancestors, from the parent, to the
+// first in another mount namespace than this process's, 16 at most, and
+// none past pid 1's parent, pid 0, or an ancestor it cannot read.
+func TestHostRootIn(t *testing.T) {
+	same := func(n int) []string { return slices.Repeat([]string{"mnt:[1]"}, n) }
+	t.Run("the parent's", func(t *testing.T) {
+		proc := fakeProc(t, "mnt:[2]")
+		if got, want := hostRootIn(proc, 100), proc+"/100/root"; got != want {
+			t.Errorf("hostRootIn() = %q, want %q", got, want)
+		}
+	})
+	t.Run("the nearest ancestor's", func(t *testing.T) {
+		proc := fakeProc(t, "mnt:[1]", "mnt:[2]", "mnt:[3]")
+		if got, want := hostRootIn(proc, 100), proc+"/101/root"; got != want {
+			t.Errorf("hostRootIn() = %q, want %q", got, want)
+		}
+	})
+	t.Run("the 16th ancestor's", func(t *testing.T) {
+		proc := fakeProc(t, append(same(15), "mnt:[2]")...)
+		if got, want := hostRootIn(proc, 100), proc+"/115/root"; got != want {
+			t.Errorf("hostRootIn() = %q, want %q", got, want)
+		}
+	})
+	t.Run("none past the 16th", func(t *testing.T) {
+		proc := fakeProc(t, append(same(16), "mnt:[2]")...)
+		if got := hostRootIn(proc, 100); got != "" {
+			t.Errorf("hostRootIn() = %q, want none", got)
+		}
+	})
+	t.Run("none past pid 0", func(t *testing.T) {
+		proc := fakeProc(t, same(2)...)
+		if err := os.MkdirAll(filepath.Join(proc, "0/ns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("mnt:[2]", filepath.Join(proc, "0/ns/mnt")); err != nil {
+			t.Fatal(err)
+		}
+		if got := hostRootIn(proc, 100); got != "" {
+			t.Errorf("hostRootIn() = %q, want none", got)
+		}
+	})
+	t.Run("none past an ancestor gone", func(t *testing.T) {
+		proc := fakeProc(t, "mnt:[1]", "mnt:[2]")
+		if err := os.Remove(filepath.Join(proc, "100/stat")); err != nil {
+			t.Fatal(err)
+		}
+		if got := hostRootIn(proc, 100); got != "" {
+			t.Errorf("hostRootIn() = %q, want none", got)
+		}
+	})
+	t.Run("past a stat of state and parent alone", func(t *testing.T) {
+		proc := fakeProc(t, "mnt:[1]", "mnt:[2]")
+		if err := os.WriteFile(filepath.Join(proc, "100/stat"), []byte("100 (sh) S 101"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := hostRootIn(proc, 100), proc+"/101/root"; got != want {
+			t.Errorf("hostRootIn() = %q, want %q", got, want)
+		}
+	})
+	t.Run("none past a stat cut short", func(t *testing.T) {
+		proc := fakeProc(t, "mnt:[1]", "mnt:[2]")
+		if err := os.WriteFile(filepath.Join(proc, "100/stat"), []byte("100 (sh) S"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := hostRootIn(proc, 100); got != "" {
+			t.Errorf("hostRootIn() = %q, want none", got)
+		}
+	})
+	t.Run("none without its own namespace", func(t *testing.T) {
+		proc := fakeProc(t, "mnt:[2]")
+		if err := os.Remove(filepath.Join(proc, "self/ns/mnt")); err != nil {
+			t.Fatal(err)
+		}
+		if got := hostRootIn(proc, 100); got != "" {
+			t.Errorf("hostRootIn() = %q, want none", got)
+		}
+	})
 }
 
 // TestPlanWaiterSnapshotter: the waiter's snapshot is made in the

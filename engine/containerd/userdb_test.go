@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
@@ -220,8 +221,19 @@ func TestUserDBBounded(t *testing.T) {
 		e, _ := newFake(t, map[string][]reply{"Content/Read": {slow}})
 		began := time.Now()
 		_, err := e.userDB(testCtx(t), img)
-		if err == nil || !strings.Contains(err.Error(), "gave up after 200ms") || time.Since(began) > 900*time.Millisecond {
-			t.Errorf("userDB() = %v after %v, want it given up after 200ms", err, time.Since(began))
+		if err == nil || !strings.Contains(err.Error(), "layer sha256:l1: gave up after 200ms: ") || time.Since(began) > 900*time.Millisecond {
+			t.Errorf("userDB() = %v after %v, want it given up after 200ms, said first", err, time.Since(began))
+		}
+	})
+	t.Run("canceled", func(t *testing.T) {
+		slow := read
+		slow.broken = func() bool { time.Sleep(time.Second); return false }
+		e, _ := newFake(t, map[string][]reply{"Content/Read": {slow}})
+		ctx, cancel := context.WithCancel(testCtx(t))
+		time.AfterFunc(100*time.Millisecond, cancel)
+		_, err := e.userDB(ctx, img)
+		if err == nil || strings.Contains(err.Error(), "gave up") || strings.Count(err.Error(), "context canceled") != 1 {
+			t.Errorf("userDB() = %v, want it canceled, said once, and not given up", err)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,6 +185,33 @@ func TestFollowNoTail(t *testing.T) {
 	}
 	if log.String() != "" {
 		t.Errorf("log %q: want nothing read, nothing logged", log.String())
+	}
+}
+
+// TestContainerGonePauses: the asks for a container that stays are a
+// pause apart, and the last is answered at once, with no pause after it.
+func TestContainerGonePauses(t *testing.T) {
+	var mu sync.Mutex
+	var asked []time.Time
+	ctr := reply{msg: `{"container":{"id":"act"}}`, broken: func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, time.Now())
+		return false
+	}}
+	e, _ := newFake(t, map[string][]reply{"Containers/Get": {ctr}})
+	err := e.containerGone(testCtx(t), "act")
+	done := time.Now()
+	mu.Lock()
+	defer mu.Unlock()
+	if err == nil || len(asked) != goneAsks {
+		t.Fatalf("containerGone() = %v after %d asks, want an error after %d", err, len(asked), goneAsks)
+	}
+	if spread := asked[len(asked)-1].Sub(asked[0]); spread < 3*time.Second {
+		t.Errorf("the asks spread over %v, want the pauses between them, 3.5 s in all", spread)
+	}
+	if after := done.Sub(asked[len(asked)-1]); after > 500*time.Millisecond {
+		t.Errorf("containerGone() returned %v after the last ask, want no pause after it", after)
 	}
 }
 

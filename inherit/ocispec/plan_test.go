@@ -464,6 +464,8 @@ func TestPlanCwdAndUser(t *testing.T) {
 		{"the action image's defaults", "/app", User{UID: 10, GID: 10, AdditionalGids: []uint32{10}}, "/app", "10:10", "", "", "/", root, nil},
 		{"beyond runc's limit", "/", root, "", "", "", "2147483648:0", "", User{}, ErrUser},
 		{"an action image user by name: the action's stays", "/", User{UID: 3}, "", "daemon", "", "1000:1000", "/", User{UID: 3}, nil},
+		{"an action image's root by name: the user image's", "/", root, "", "root", "", "1000:1000", "/", User{UID: 1000, GID: 1000, AdditionalGids: []uint32{1000}}, nil},
+		{"an action image's uid 0 alone: the user image's", "/", root, "", "0", "", "1000:1000", "/", User{UID: 1000, GID: 1000, AdditionalGids: []uint32{1000}}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

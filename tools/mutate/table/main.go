@@ -108,7 +108,7 @@ func run(w io.Writer, eqPath string, args []string) error {
 	}
 	write(w, rows)
 	for _, e := range eqs {
-		if !e.used && slices.ContainsFunc(rows, func(c counts) bool { return path.Dir(e.file) == c.label || strings.HasPrefix(e.file, c.label+"/") }) {
+		if !e.used && slices.ContainsFunc(rows, func(c counts) bool { return path.Dir(e.file) == c.label }) {
 			fmt.Fprintf(w, "\nnote: %s:%d %s of %s lived in no report: kill it with a test, or drop its line\n", e.file, e.line, e.typ, eqPath)
 		}
 	}
