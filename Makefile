@@ -147,22 +147,26 @@ fuzz:
 # own): each package with unit tests, by its unit tests alone (never e2e),
 # then a table of killed, lived, not covered and timed-out mutants, the
 # efficacy raw and with docs/mutants.md's equivalents counted as killed,
-# and the coverage. About 45 minutes on 2 cores. -count=1: gremlins
-# times the package's tests once, uncached, and gives each mutant 60 times
-# that; a cached run would time out every mutant whose build takes longer.
+# and the coverage. An hour or more on 2 cores. -count=1: gremlins
+# times the package's tests once, uncached, and gives each mutant
+# MUTATE_TIMEOUT times that; a cached run would time out every mutant
+# whose build takes longer. A mutant that never ends (a loop's counter
+# turned) waits that long: 12 times phase's 11.5 s tests is 2.3 min, 60
+# would be 11.5 (a timed-out mutant counts in no efficacy).
 # A package is one directory: -E / leaves out the files of the directories
 # under it, which are packages of their own (engine's engine/docker, ...).
 # The binary's packages with unit tests, all but main: gremlins would take
 # the coverage of the root by ./..., e2e and field with it.
 MUTATE_PKGS ?= phase inherit inherit/hostconfig inherit/ocispec selfid imageref dockerapi engine engine/containerd engine/docker containerdapi internal/socketclient internal/redact
 MUTATE_WORKERS ?= 2
+MUTATE_TIMEOUT ?= 12
 MUTATE_DIR = bin/mutate
 
 mutate: bin/gremlins bin/mutate-table
 	@mkdir -p $(MUTATE_DIR)
 	@for p in $(MUTATE_PKGS); do \
 		echo "== $$p"; \
-		GOFLAGS="$$(go env GOFLAGS) -count=1" bin/gremlins unleash --output-statuses lt --workers $(MUTATE_WORKERS) --timeout-coefficient 60 -E / \
+		GOFLAGS="$$(go env GOFLAGS) -count=1" bin/gremlins unleash --output-statuses lt --workers $(MUTATE_WORKERS) --timeout-coefficient $(MUTATE_TIMEOUT) -E / \
 			--output $(MUTATE_DIR)/$$(echo $$p | tr / _).json ./$$p || exit 1; \
 	done
 	@bin/mutate-table -equivalents docs/mutants.md $(foreach p,$(MUTATE_PKGS),$(p)=$(MUTATE_DIR)/$(subst /,_,$(p)).json)
