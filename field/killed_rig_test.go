@@ -71,14 +71,13 @@ func phase1Streams(lines []Line) map[string][]Line {
 // phase 1 written after it; on Docker its SIGTERM cancels every call of
 // the hand-off under way, so no create is answered after it.
 func KilledWaiting(lines []Line, killed time.Time) (KillTiming, error) {
+	// Of the copies, the one that shows the wait, and of those the one
+	// that shows the create first: a line reaches the console some time
+	// after phase 1 wrote it, each copy by its own way.
 	var best KillTiming
 	for _, stream := range phase1Streams(lines) {
 		k := waitingIn(stream)
-		if !k.Waiting.IsZero() {
-			best = k
-			break
-		}
-		if !k.Created.IsZero() {
+		if better(k, best) {
 			best = k
 		}
 	}
@@ -94,6 +93,20 @@ func KilledWaiting(lines []Line, killed time.Time) (KillTiming, error) {
 		return best, fmt.Errorf("killed %.1f s after phase 1 began to wait for the waiter's word: it had stopped waiting (%v) and was undoing", killed.Sub(best.Waiting).Seconds(), ConfirmWait)
 	}
 	return best, nil
+}
+
+// better tells whether a copy's timing k tells more than best, or as
+// much and sooner.
+func better(k, best KillTiming) bool {
+	switch {
+	case k.Created.IsZero():
+		return false
+	case best.Created.IsZero():
+		return true
+	case k.Waiting.IsZero() != best.Waiting.IsZero():
+		return best.Waiting.IsZero()
+	}
+	return k.Created.Before(best.Created) || k.Created.Equal(best.Created) && k.Waiting.Before(best.Waiting)
 }
 
 // waitingIn reads one copy of phase 1's trace: when the user
