@@ -1,31 +1,17 @@
 package field
 
 import (
-	"bufio"
-	"os"
 	"strings"
 	"testing"
 )
 
-// consoleLines reads a console the field recorded (its log: a time, a
-// space, the line).
+// consoleLines reads a console the field recorded, its lines' texts
+// alone (consoleTimed).
 func consoleLines(t *testing.T, path string) []string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if _, text, ok := strings.Cut(sc.Text(), " "); ok {
-			lines = append(lines, text)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+	for _, l := range consoleTimed(t, path) {
+		lines = append(lines, l.Text)
 	}
 	return lines
 }
