@@ -38,6 +38,19 @@ type fakeDaemon struct {
 	sent map[string][]string
 }
 
+// withImageX is replies with the daemon's answers to reading the image
+// docker.io/library/x:1 (one layer, no config) and finding its snapshot
+// unpacked.
+func withImageX(replies map[string][]reply) map[string][]reply {
+	replies["Images/Get"] = []reply{{msg: `{"image":{"name":"docker.io/library/x:1","target":{"media_type":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:m"}}}`}}
+	replies["Content/Read"] = []reply{
+		{msg: `{"data":"{\"config\":{\"digest\":\"sha256:c\"},\"layers\":[{\"digest\":\"sha256:l\"}]}"}`},
+		{msg: `{"data":"{\"architecture\":\"amd64\",\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:aaaa\"]}}"}`},
+	}
+	replies["Snapshots/Stat"] = []reply{{msg: `{}`}}
+	return replies
+}
+
 // newFake serves replies and returns an engine on them that waits for no
 // socket, and the daemon.
 func newFake(t *testing.T, replies map[string][]reply) (*Engine, *fakeDaemon) {

@@ -28,13 +28,7 @@ func TestCreateTaskFails(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e, d := newFake(t, map[string][]reply{
-				"Images/Get": {{msg: `{"image":{"name":"docker.io/library/x:1","target":{"media_type":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:m"}}}`}},
-				"Content/Read": {
-					{msg: `{"data":"{\"config\":{\"digest\":\"sha256:c\"},\"layers\":[{\"digest\":\"sha256:l\"}]}"}`},
-					{msg: `{"data":"{\"architecture\":\"amd64\",\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:aaaa\"]}}"}`},
-				},
-				"Snapshots/Stat":    {{msg: `{}`}},
+			e, d := newFake(t, withImageX(map[string][]reply{
 				"Leases/Create":     {{msg: `{}`}},
 				"Leases/Delete":     {{msg: `{}`}},
 				"Snapshots/Prepare": {{msg: `{}`}},
@@ -43,7 +37,7 @@ func TestCreateTaskFails(t *testing.T) {
 				"Containers/Get":    {{msg: `{"container":{"id":"user-1"}}`}},
 				"Tasks/Get":         {{code: containerdapi.NotFound, status: "no task"}},
 				"Containers/Delete": {tc.remove},
-			})
+			}))
 			p := &planned{ID: "user-1", Image: "docker.io/library/x:1", Runtime: "io.containerd.runc.v2", Snapshotter: "overlayfs", SnapshotKey: "user-1",
 				Spec: &ocispec.Spec{Process: &ocispec.Process{Args: []string{"true"}}}}
 			id, err := e.Create(testCtx(t), engine.Spec{Name: "user", Create: p})
@@ -68,13 +62,7 @@ func TestCreateTaskFails(t *testing.T) {
 // output file and its cgroup its own; phase 1 goes on with that one.
 func TestCreateUnsettled(t *testing.T) {
 	const id, fresh = "waiter-0a1b2c3d", "waiter-f00df00d"
-	e, d := newFake(t, map[string][]reply{
-		"Images/Get": {{msg: `{"image":{"name":"docker.io/library/x:1","target":{"media_type":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:m"}}}`}},
-		"Content/Read": {
-			{msg: `{"data":"{\"config\":{\"digest\":\"sha256:c\"},\"layers\":[{\"digest\":\"sha256:l\"}]}"}`},
-			{msg: `{"data":"{\"architecture\":\"amd64\",\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:aaaa\"]}}"}`},
-		},
-		"Snapshots/Stat":    {{msg: `{}`}},
+	e, d := newFake(t, withImageX(map[string][]reply{
 		"Leases/Create":     {{msg: `{}`}},
 		"Leases/Delete":     {{msg: `{}`}},
 		"Snapshots/Prepare": {{msg: `{}`}},
@@ -84,7 +72,7 @@ func TestCreateUnsettled(t *testing.T) {
 		"Containers/Get":    {{msg: `{"container":{"id":"` + id + `","snapshotter":"overlayfs","snapshot_key":"` + id + `"}}`}},
 		"Containers/Delete": {{msg: `{}`}},
 		"Snapshots/Remove":  {{msg: `{}`}},
-	})
+	}))
 	e.LogDir = t.TempDir()
 	e.newSuffix = func() string { return "f00df00d" }
 	e.C.RequestTimeout = 5 * time.Second // 40 s in phase 1

@@ -606,14 +606,7 @@ func TestTaskDeleteShimGone(t *testing.T) {
 // (the waiter's create and the user container's plan) read it once
 // between them.
 func TestImageReadOnceAtOnce(t *testing.T) {
-	e, d := newFake(t, map[string][]reply{
-		"Images/Get": {{msg: `{"image":{"name":"docker.io/library/x:1","target":{"media_type":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:m"}}}`}},
-		"Content/Read": {
-			{msg: `{"data":"{\"config\":{\"digest\":\"sha256:c\"},\"layers\":[{\"digest\":\"sha256:l\"}]}"}`},
-			{msg: `{"data":"{\"architecture\":\"amd64\",\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:aaaa\"]}}"}`},
-		},
-		"Snapshots/Stat": {{msg: `{}`}},
-	})
+	e, d := newFake(t, withImageX(map[string][]reply{}))
 	ctx := testCtx(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
