@@ -421,10 +421,21 @@ func (w *waiter) report(res result) error {
 // user container never starts. What phase 1 made is removed, and the
 // result says why.
 func (w *waiter) actionFailed(ctx context.Context, code int) error {
-	errs := removeAll(ctx, w.eng, []string{w.UserContainer, w.FallbackContainer})
-	why := fmt.Sprintf("the action container exited %d, so it did not hand off: nothing was started", code)
-	res := result{ExitCode: -1, Attempts: []attempt{}, ActionExitCode: &code, NotStarted: why}
+	errs := w.removeUnstarted(ctx)
+	res := notStarted(fmt.Sprintf("the action container exited %d, so it did not hand off: nothing was started", code))
+	res.ActionExitCode = &code
 	return errors.Join(append(errs, w.report(res))...)
+}
+
+// removeUnstarted removes the user and fallback containers, which will
+// now never start.
+func (w *waiter) removeUnstarted(ctx context.Context) []error {
+	return removeAll(ctx, w.eng, []string{w.UserContainer, w.FallbackContainer})
+}
+
+// notStarted is the result of a run that started nothing, and why.
+func notStarted(why string) result {
+	return result{ExitCode: -1, Attempts: []attempt{}, NotStarted: why}
 }
 
 // exitUnknown ends the waiter of an action whose exit it could not
@@ -435,8 +446,8 @@ func (w *waiter) actionFailed(ctx context.Context, code int) error {
 func (w *waiter) exitUnknown(why error) error {
 	ctx, stop := context.WithTimeout(context.Background(), 15*time.Second)
 	defer stop()
-	errs := removeAll(ctx, w.eng, []string{w.UserContainer, w.FallbackContainer})
-	res := result{ExitCode: -1, Attempts: []attempt{}, NotStarted: "could not tell when the action container exited: " + why.Error()}
+	errs := w.removeUnstarted(ctx)
+	res := notStarted("could not tell when the action container exited: " + why.Error())
 	return errors.Join(append([]error{why}, append(errs, w.report(res))...)...)
 }
 
@@ -446,14 +457,13 @@ func (w *waiter) exitUnknown(why error) error {
 func (w *waiter) cancel() error {
 	ctx, stop := context.WithTimeout(context.Background(), 15*time.Second)
 	defer stop()
-	errs := removeAll(ctx, w.eng, []string{w.UserContainer, w.FallbackContainer})
+	errs := w.removeUnstarted(ctx)
 	logEvent(w.o.Stdout, "cancelled during the wait; nothing was started", map[string]string{"user_container": w.UserContainer})
 	var err error
 	if len(errs) > 0 {
 		err = fmt.Errorf("cancelled during the wait, and removing what will never start: %w", errors.Join(errs...))
 	}
-	res := result{ExitCode: -1, Attempts: []attempt{}, NotStarted: "cancelled by a signal during the action or the wait: nothing was started"}
-	return errors.Join(err, w.report(res))
+	return errors.Join(err, w.report(notStarted("cancelled by a signal during the action or the wait: nothing was started")))
 }
 
 // leave ends the waiter after a signal once the user container runs: it
