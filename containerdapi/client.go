@@ -95,6 +95,9 @@ type Client struct {
 	initErr error
 	http    *retryablehttp.Client
 	traceMu sync.Mutex
+	// traceLast is the last message traced on each method, in each
+	// direction, for the trace to name a repeat rather than print it.
+	traceLast map[string]string
 	// newID names streams and leases, now dates leases; tests make both
 	// deterministic.
 	newID func() string

@@ -16,7 +16,10 @@ import (
 // secret-looking environment values are redacted by the codec itself. A
 // stream's messages appear as they are sent and read, but for a blob
 // read in pieces (Content/Read), which appears whole, as one message,
-// once read (see joinPieces).
+// once read (see joinPieces). A message the same as the last one sent
+// (or read) on the same method is not printed again but named as such,
+// so that a poll shows each of its calls without repeating the spec it
+// reads each time.
 //
 //	> containerd.services.containers.v1.Containers/Get
 //	> containerd-namespace: tinkerbell
@@ -38,8 +41,7 @@ func (c *Client) traceRequest(ctx context.Context, r *rpc, m message) {
 	if lease := leaseOf(ctx); lease != "" {
 		fmt.Fprintf(&b, "> containerd-lease: %s\n", lease)
 	}
-	writeMessage(&b, ">", m)
-	c.writeTrace(b.Bytes())
+	c.writeMessageTrace(b.Bytes(), ">", r, m)
 }
 
 func (c *Client) traceMessage(dir string, r *rpc, m message) {
@@ -48,8 +50,32 @@ func (c *Client) traceMessage(dir string, r *rpc, m message) {
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s %s\n", dir, r.name)
-	writeMessage(&b, dir, m)
-	c.writeTrace(b.Bytes())
+	c.writeMessageTrace(b.Bytes(), dir, r, m)
+}
+
+// writeMessageTrace writes head, then m, or, when m is the same as the
+// last message written in that direction on that method, a line saying
+// so.
+func (c *Client) writeMessageTrace(head []byte, dir string, r *rpc, m message) {
+	var body bytes.Buffer
+	writeMessage(&body, dir, m)
+	key := dir + " " + r.name
+	c.traceMu.Lock()
+	defer c.traceMu.Unlock()
+	if c.traceLast == nil {
+		c.traceLast = map[string]string{}
+	}
+	if c.traceLast[key] == body.String() {
+		what := "read"
+		if dir == ">" {
+			what = "sent"
+		}
+		body.Reset()
+		fmt.Fprintf(&body, "%s (the same message as the last one %s)\n", dir, what)
+	} else {
+		c.traceLast[key] = body.String()
+	}
+	_, _ = c.Trace.Write(append(head, body.Bytes()...))
 }
 
 // traceEnd writes a call's outcome: its status, or why it got none.

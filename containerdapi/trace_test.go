@@ -110,6 +110,49 @@ func TestTraceCall(t *testing.T) {
 	}
 }
 
+// TestTraceRepeat: a poll's call whose message is the same as the last
+// one sent, or read, on its method names it so rather than print it
+// again; another message, on that method or another, is printed whole.
+func TestTraceRepeat(t *testing.T) {
+	c := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+		id := string(readRequest(t, r)[2:])
+		answer(w, sub(1, str(1, id), str(3, "img")))
+	})
+	var trace traceBuffer
+	c.Trace = &trace
+	for _, id := range []string{"web", "web", "db", "web"} {
+		if _, err := c.ContainerGet(shortCtx(t), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	block := func(id string) string {
+		return `> containerd.services.containers.v1.Containers/Get
+> containerd-namespace: tinkerbell
+> {
+>   "id": "` + id + `"
+> }
+< containerd.services.containers.v1.Containers/Get
+< {
+<   "container": {
+<     "id": "` + id + `",
+<     "image": "img"
+<   }
+< }
+< containerd.services.containers.v1.Containers/Get: OK
+`
+	}
+	want := block("web") + `> containerd.services.containers.v1.Containers/Get
+> containerd-namespace: tinkerbell
+> (the same message as the last one sent)
+< containerd.services.containers.v1.Containers/Get
+< (the same message as the last one read)
+< containerd.services.containers.v1.Containers/Get: OK
+` + block("db") + block("web")
+	if d := linediff.Text(want, trace.String()); d != "" {
+		t.Errorf("trace (-want +got):\n%s", d)
+	}
+}
+
 // TestTraceTransportError: a call that gets no answer is traced with *.
 func TestTraceTransportError(t *testing.T) {
 	var trace traceBuffer
