@@ -162,8 +162,16 @@ func socketSource(mounts []ocispec.Mount, socket string) string {
 	return containerdapi.DefaultSocket
 }
 
-// outputPoll is how often Output looks for what the waiter told.
-const outputPoll = 50 * time.Millisecond
+// outputPoll is how often Output looks for what the waiter told in its
+// first second (outputQuick), when the word comes if all is well;
+// outputSlow is how often it looks after that, so that a slow word (a
+// result device slow to mount) is waited for with a few calls a second,
+// not twenty, each of which a verbose trace shows.
+const (
+	outputPoll  = 50 * time.Millisecond
+	outputQuick = time.Second
+	outputSlow  = 250 * time.Millisecond
+)
 
 // Output passes on what the container told (Tell), until its task stops
 // or ctx ends. Its real output goes to a host file that phase 1, in the
@@ -174,7 +182,7 @@ func (e *Engine) Output(ctx context.Context, ref string, w io.Writer) error {
 		return fmt.Errorf("following container %s: %w", ref, err)
 	}
 	said := ""
-	for {
+	for polls := 0; ; polls++ {
 		t, err := e.C.TaskGet(ctx, ctr.ID)
 		stopped := errors.Is(err, containerdapi.ErrNotFound) || err == nil && t.Status == containerdapi.TaskStopped
 		if err != nil && !stopped {
@@ -194,7 +202,11 @@ func (e *Engine) Output(ctx context.Context, ref string, w io.Writer) error {
 		if stopped {
 			return nil
 		}
-		if !engine.Sleep(ctx, outputPoll) {
+		poll := outputPoll
+		if time.Duration(polls)*outputPoll >= outputQuick {
+			poll = outputSlow
+		}
+		if !engine.Sleep(ctx, poll) {
 			return ctx.Err()
 		}
 	}

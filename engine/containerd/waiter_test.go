@@ -1,7 +1,9 @@
 package containerd
 
 import (
+	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -256,5 +258,42 @@ func TestActionExitedTaskDeleted(t *testing.T) {
 				t.Errorf("%d Containers/Get, want %d", n, tc.wantGets)
 			}
 		})
+	}
+}
+
+// TestOutputSlowWord: a waiter slow to tell its word is looked for
+// twenty times a second in the first second, when the word comes if all
+// is well, and four times a second after that.
+func TestOutputSlowWord(t *testing.T) {
+	var mu sync.Mutex
+	var asked []time.Time
+	running := reply{msg: `{"process":{"id":"waiter-1","status":2}}`, broken: func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, time.Now())
+		return false
+	}}
+	e, _ := newFake(t, map[string][]reply{
+		"Containers/Get": {{msg: `{"container":{"id":"waiter-1"}}`}},
+		"Tasks/Get":      {running},
+	})
+	ctx, cancel := context.WithTimeout(testCtx(t), 3*time.Second)
+	defer cancel()
+	if err := e.Output(ctx, "waiter-1", io.Discard); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Output() = %v, want the context's end", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	quick, slow := 0, 0
+	for _, at := range asked[1:] {
+		switch since := at.Sub(asked[0]); {
+		case since < 900*time.Millisecond:
+			quick++
+		case since > 1200*time.Millisecond:
+			slow++
+		}
+	}
+	if quick < 10 || slow > 9 {
+		t.Errorf("asked %d times in the first 0.9 s and %d times after 1.2 s (of 3 s); want at least 10, then at most 9 (every %v)", quick, slow, outputSlow)
 	}
 }
