@@ -650,3 +650,12 @@ func loadImages(load *exec.Cmd) error {
 	}
 	return nil
 }
+
+// aptGet is apt-get with args, unasked, and waiting up to 5 minutes for
+// another apt-get to end (the VM suite's, which installs its tools as
+// these tests start) rather than fail at once on its lock.
+func aptGet(args ...string) *exec.Cmd {
+	cmd := exec.Command("apt-get", append([]string{"-o", "DPkg::Lock::Timeout=300"}, args...)...)
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	return cmd
+}

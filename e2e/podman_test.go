@@ -89,14 +89,14 @@ func setupPodman(t *testing.T) *dockerapi.Client {
 // images.
 func startPodman() error {
 	if _, err := exec.LookPath("podman"); err != nil {
-		out, err := exec.Command("apt-get", "install", "-y", "podman").CombinedOutput()
+		out, err := aptGet("install", "-y", "podman").CombinedOutput()
 		if err != nil {
 			// A fresh machine may have no package lists yet.
-			upd, uerr := exec.Command("apt-get", "update").CombinedOutput()
+			upd, uerr := aptGet("update").CombinedOutput()
 			out = append(append(out, upd...), '\n')
 			if uerr == nil {
 				var more []byte
-				more, err = exec.Command("apt-get", "install", "-y", "podman").CombinedOutput()
+				more, err = aptGet("install", "-y", "podman").CombinedOutput()
 				out = append(out, more...)
 			}
 		}

@@ -56,13 +56,11 @@ func (d *debianTools) require(t *testing.T, tools map[string]string) {
 			return
 		}
 		install := func() ([]byte, error) {
-			cmd := exec.Command("apt-get", append([]string{"install", "-y", "--no-install-recommends"}, missing...)...)
-			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-			return cmd.CombinedOutput()
+			return aptGet(append([]string{"install", "-y", "--no-install-recommends"}, missing...)...).CombinedOutput()
 		}
 		out, err := install()
 		if err != nil { // the package lists may be missing on a fresh machine
-			upd, uerr := exec.Command("apt-get", "update").CombinedOutput()
+			upd, uerr := aptGet("update").CombinedOutput()
 			out = append(out, upd...)
 			if uerr == nil {
 				var again []byte

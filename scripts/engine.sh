@@ -16,11 +16,11 @@ if [ "$(id -u)" != 0 ]; then
 fi
 if ! command -v dockerd >/dev/null; then
 	echo "engine: installing Debian's docker.io"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null
+	apt-get -o DPkg::Lock::Timeout=300 update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq docker.io >/dev/null
 fi
 if ! command -v docker >/dev/null; then
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-cli >/dev/null || true
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq docker-cli >/dev/null || true
 fi
 log=${DOCKERD_LOG:-/var/log/waitdaemon-dockerd.log}
 echo "engine: starting dockerd (log: $log)"

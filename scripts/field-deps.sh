@@ -27,5 +27,5 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 echo "field: installing Debian's ${missing[*]}" >&2
-apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+apt-get -o DPkg::Lock::Timeout=300 update -qq
+DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

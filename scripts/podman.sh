@@ -29,8 +29,8 @@ if up; then
 fi
 if ! command -v podman >/dev/null; then
 	say "installing Debian's podman"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman >/dev/null
+	apt-get -o DPkg::Lock::Timeout=300 update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq podman >/dev/null
 fi
 mkdir -p "$dir"
 printf '[containers]\ndefault_ulimits = []\n' >"$conf"

@@ -19,8 +19,8 @@ if [ ! -x "$dir/runc" ]; then
 	[ "$(id -u)" = 0 ] || { say "building runc $version needs root"; exit 1; }
 	if ! pkg-config --exists libseccomp 2>/dev/null || [ ! -e "$(pkg-config --variable=libdir libseccomp)/libseccomp.a" ]; then
 		say "installing libseccomp-dev and pkg-config for runc's seccomp"
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp-dev pkg-config >/dev/null
+		apt-get -o DPkg::Lock::Timeout=300 update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq libseccomp-dev pkg-config >/dev/null
 	fi
 	say "building runc $version into $dir (once; it is cached there)"
 	mkdir -p "$dir"
