@@ -113,6 +113,7 @@ func TestField(t *testing.T) {
 	all := os.Getenv("FIELD_ALL") != ""
 	var rows []Row
 	var mu sync.Mutex
+	ran := 0
 	t.Cleanup(func() { printTable(rows) })
 	for _, sc := range scenarios {
 		name := sc.OS + "/" + sc.Name
@@ -128,12 +129,17 @@ func TestField(t *testing.T) {
 			mu.Unlock()
 			continue
 		}
+		ran++
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
 			row := f.run(t, sc)
 			mu.Lock()
 			rows = append(rows, row)
 			mu.Unlock()
 		})
+	}
+	if ran == 0 {
+		// A narrowing that matches nothing must not pass as a run.
+		t.Fatalf("no row ran: FIELD_RUN=%q matches no OS/scenario of the images built (FIELD_OS=%q); rows are named like %q, with spaces", os.Getenv("FIELD_RUN"), os.Getenv("FIELD_OS"), "hookos/README.md HookOS (Docker) reboot under v0.23+v0.24+v0.25+head")
 	}
 }
 
