@@ -319,16 +319,23 @@ echo "FIELD-CLOCK $(date +%s.%N)"
 # waiter is watched for from before the action runs, and followed from
 # its creation (a docker CLI started after the action's exit came, under
 # TCG, after HookOS's shutdown had begun): containerd's task log of it, or
-# docker logs.
-(
-	if [ "$RUNTIME" = containerd ]; then
-		until w=$(find /var/lib/containerd/io.containerd.grpc.v2.task -path '*-waitdaemon-waiter*' -name log 2>/dev/null | head -1); [ -n "$w" ]; do sleep 0.5; done
-		tail -n +1 -F "$w" 2>/dev/null | sed -u 's/^/FIELD-WAITER /'
-	else
+# docker logs. On systemd the follower is a unit of its own that the way
+# down does not stop (no default dependencies, so no conflict with
+# shutdown.target): in the runner's service, it was stopped with it at the
+# reboot's first step, under load before it printed the line that the
+# waiter wrote just before.
+if [ "$RUNTIME" = containerd ]; then
+	cat >/run/field-follow <<'FOLLOW'
+until w=$(find /var/lib/containerd/io.containerd.grpc.v2.task -path '*-waitdaemon-waiter*' -name log 2>/dev/null | head -1); [ -n "$w" ]; do sleep 0.5; done
+tail -n +1 -F "$w" 2>/dev/null | sed -u 's/^/FIELD-WAITER /' >/dev/ttyS0
+FOLLOW
+	systemd-run --quiet --collect --unit=field-follow -p DefaultDependencies=no /bin/sh /run/field-follow || echo "FIELD-FOLLOW-FAILED"
+else
+	(
 		until w=$(docker ps -a --filter name=-waitdaemon-waiter --format '{{.Names}}' 2>/dev/null | head -1); [ -n "$w" ]; do sleep 3; done
 		docker logs -f "$w" 2>&1 | sed -u 's/^/FIELD-WAITER /'
-	fi
-) &
+	) &
+fi
 echo FIELD-RUNNING
 if [ -x /field/bootkit ]; then
 	/field/bootkit $RUNNER_FLAGS -release "$RELEASE"
