@@ -181,8 +181,8 @@ func (e *Engine) Output(ctx context.Context, ref string, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("following container %s: %w", ref, err)
 	}
-	said := ""
-	for polls := 0; ; polls++ {
+	said, began := "", time.Now()
+	for {
 		t, err := e.C.TaskGet(ctx, ctr.ID)
 		stopped := errors.Is(err, containerdapi.ErrNotFound) || err == nil && t.Status == containerdapi.TaskStopped
 		if err != nil && !stopped {
@@ -203,7 +203,7 @@ func (e *Engine) Output(ctx context.Context, ref string, w io.Writer) error {
 			return nil
 		}
 		poll := outputPoll
-		if time.Duration(polls)*outputPoll >= outputQuick {
+		if time.Since(began) >= outputQuick {
 			poll = outputSlow
 		}
 		if !engine.Sleep(ctx, poll) {
