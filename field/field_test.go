@@ -111,10 +111,16 @@ func TestField(t *testing.T) {
 	}
 	only := regexp.MustCompile(os.Getenv("FIELD_RUN"))
 	all := os.Getenv("FIELD_ALL") != ""
+	width, err := machinesAtOnce(os.Getenv("FIELD_PARALLEL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	booting := make(chan struct{}, width)
+	// The table keeps the scenarios' order, whichever machine ends first.
 	var rows []Row
 	var mu sync.Mutex
 	ran := 0
-	t.Cleanup(func() { printTable(rows) })
+	t.Cleanup(func() { printTable(rows) }) // once every row has ended
 	for _, sc := range scenarios {
 		name := sc.OS + "/" + sc.Name
 		if !only.MatchString(name) {
@@ -123,17 +129,21 @@ func TestField(t *testing.T) {
 		if _, ok := f.images[sc.OS]; !ok {
 			continue
 		}
+		i := len(rows)
+		rows = append(rows, Row{Scenario: sc.Name, OS: sc.OS, Release: string(sc.Release), Want: sc.Want, Outcome: "-"})
 		if sc.Skip != "" && !all {
-			mu.Lock()
-			rows = append(rows, Row{Scenario: sc.Name, OS: sc.OS, Release: string(sc.Release), Want: sc.Want, Outcome: "-", Note: "left out: " + sc.Skip})
-			mu.Unlock()
+			rows[i].Note = "left out: " + sc.Skip
 			continue
 		}
 		ran++
+		log := f.logName(sc)
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
-			row := f.run(t, sc)
+			t.Parallel()
+			booting <- struct{}{}
+			defer func() { <-booting }()
+			row := f.run(t, sc, log)
 			mu.Lock()
-			rows = append(rows, row)
+			rows[i] = row
 			mu.Unlock()
 		})
 	}
@@ -389,8 +399,34 @@ fi
 
 var actionLine = regexp.MustCompile(`\{"msg":"action (exited|timed out)".*\}`)
 
-// run boots sc's machine, runs its action, and watches it go down.
-func (f *field) run(t *testing.T, sc Scenario) Row {
+// logName names the file of f.logs that keeps sc's console: two
+// templates under one heading, with one action name, keep a log each.
+func (f *field) logName(sc Scenario) string {
+	base := strings.NewReplacer(" ", "_", "/", "_", "(", "", ")", "", ",", "").Replace(sc.OS + "_" + sc.Name)
+	f.logNames[base]++
+	if n := f.logNames[base]; n > 1 {
+		base += fmt.Sprintf("_%d", n)
+	}
+	return base + ".log"
+}
+
+// machinesAtOnce is how many machines boot at once, FIELD_PARALLEL's
+// number: 2 unless set, one for each core of the machines this suite is
+// run on, since each takes a core under TCG.
+func machinesAtOnce(s string) (int, error) {
+	if s == "" {
+		return 2, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("FIELD_PARALLEL=%q: want how many machines boot at once, a whole number from 1", s)
+	}
+	return n, nil
+}
+
+// run boots sc's machine, runs its action, and watches it go down; its
+// console goes to logName in f.logs.
+func (f *field) run(t *testing.T, sc Scenario, logName string) Row {
 	row := Row{Scenario: sc.Name, OS: sc.OS, Want: sc.Want, Release: string(sc.Release)}
 	img := f.images[sc.OS]
 	// Not t.TempDir(): QEMU's options take no commas in a path.
@@ -437,14 +473,7 @@ func (f *field) run(t *testing.T, sc Scenario) Row {
 			t.Fatal(err)
 		}
 	}
-	base := strings.NewReplacer(" ", "_", "/", "_", "(", "", ")", "", ",", "").Replace(sc.OS + "_" + sc.Name)
-	// Two templates under one heading, with one action name, keep a log
-	// each.
-	f.logNames[base]++
-	if n := f.logNames[base]; n > 1 {
-		base += fmt.Sprintf("_%d", n)
-	}
-	logPath := filepath.Join(f.logs, base+".log")
+	logPath := filepath.Join(f.logs, logName)
 	log, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)

@@ -202,3 +202,17 @@ func TestByReleaseGroups(t *testing.T) {
 		}
 	}
 }
+
+func TestMachinesAtOnce(t *testing.T) {
+	for in, want := range map[string]int{"": 2, "1": 1, "3": 3} {
+		if got, err := machinesAtOnce(in); err != nil || got != want {
+			t.Errorf("FIELD_PARALLEL=%q: %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"0", "-1", "two", "1.5"} {
+		_, err := machinesAtOnce(in)
+		if err == nil || !strings.Contains(err.Error(), "FIELD_PARALLEL=\""+in+"\"") || !strings.Contains(err.Error(), "want how many machines") {
+			t.Errorf("FIELD_PARALLEL=%q: %v; want an error naming it and what is wanted", in, err)
+		}
+	}
+}
