@@ -31,16 +31,17 @@ FORCE:
 # Docker 29, 28.2 and 26.1, Podman 4.3 (started by the tests) and
 # containerd 2.2.1. The first run builds Docker 29, 28.2 and 26.1 and
 # containerd into /var/cache/waitdaemon.
-# The VM suite (make field, below) runs beside the Go tests of every other
-# package (scripts/test.sh): the end-to-end tests mostly wait, and the
-# two together take about as long as the longer alone.
+# The VM suite (make field, below) runs once the Go tests of every other
+# package have ended (scripts/test.sh): beside them, its machines were
+# starved of the two cores.
 test: engine docker29 docker28 docker26 containerd
 	scripts/test.sh
 
 # The VM suite (field/): the CaptainOS-like machine and the HookOS-like
 # ones (Docker 28.2, and 26.1 for the README's HookOS templates), built
 # from Debian trixie into /var/cache/waitdaemon/field the first time (about
-# a minute each; later runs find them there), boot in QEMU one at a time;
+# a minute each; later runs find them there), boot in QEMU two at a time
+# (FIELD_PARALLEL, each takes a core under TCG);
 # every template of the README and docs/templates.md runs on each OS it is
 # for, and a table says how each machine went down. FIELD_RUN (a regexp of
 # os/scenario) and FIELD_OS (captainos, hookos, hookos26) narrow it. Its tools,
