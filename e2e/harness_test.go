@@ -139,42 +139,49 @@ func selectEngines(table []testEngine, list string) ([]testEngine, error) {
 
 // onEngines runs f on every engine of the table.
 func onEngines(t *testing.T, f func(t *testing.T, r rig)) {
+	onEach(t, func(testEngine) bool { return true }, openRig, f)
+}
+
+// onEach runs f on every engine of the table that which selects, each in
+// a subtest, with what open readied for it. The engines are readied one
+// at a time; then each subtest goes on beside the others, as many at once
+// as go test's -parallel (GOMAXPROCS unless set): the engines are apart
+// (a socket, a data root and names of their own), and an action mostly
+// waits on its engine.
+func onEach[R any](t *testing.T, which func(testEngine) bool, open func(*testing.T, testEngine) R, f func(*testing.T, R)) {
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) { f(t, openRig(t, e)) })
+		if which(e) {
+			t.Run(e.name, func(t *testing.T) {
+				r := open(t, e)
+				t.Parallel()
+				f(t, r)
+			})
+		}
 	}
 }
 
 // onPullers runs f on every engine of the table that pulls from the tests'
 // registry.
 func onPullers(t *testing.T, f func(t *testing.T, r rig)) {
-	for _, e := range engines {
-		if e.plainHTTP {
-			t.Run(e.name, func(t *testing.T) { f(t, openRig(t, e)) })
-		}
-	}
+	onEach(t, func(e testEngine) bool { return e.plainHTTP }, openRig, f)
 }
+
+// setupDockerAPI readies e's engine and returns a client for its Docker API.
+func setupDockerAPI(t *testing.T, e testEngine) *dockerapi.Client { return e.setup(t) }
 
 // onDockerAPIs runs f on every engine of the table that has Docker's API:
 // for what the tests read through that API alone (the create request a
 // dry run prints, inspected host settings, the engine's own faults).
 // TestContainerdEngine and its kin cover the same ground on containerd.
 func onDockerAPIs(t *testing.T, f func(t *testing.T, c *dockerapi.Client)) {
-	for _, e := range engines {
-		if e.setup != nil {
-			t.Run(e.name, func(t *testing.T) { f(t, e.setup(t)) })
-		}
-	}
+	onEach(t, func(e testEngine) bool { return e.setup != nil }, setupDockerAPI, f)
 }
 
 // onDockers runs f on every Docker engine of the table: for what the
 // tests cannot do on Podman (pull from the tests' plain-HTTP registry,
 // which its registries.conf does not name insecure).
 func onDockers(t *testing.T, f func(t *testing.T, c *dockerapi.Client)) {
-	for _, e := range engines {
-		if strings.HasPrefix(e.name, "docker") {
-			t.Run(e.name, func(t *testing.T) { f(t, e.setup(t)) })
-		}
-	}
+	onEach(t, func(e testEngine) bool { return strings.HasPrefix(e.name, "docker") }, setupDockerAPI, f)
 }
 
 // engineOf is the row of the table whose engine c talks to.

@@ -164,10 +164,15 @@ type sweeper interface {
 }
 
 // TestFaultSweep runs the sweep on Docker 20.10 and on containerd, with
-// actions made as tink-agent makes them.
+// actions made as tink-agent makes them: both at once, since each action
+// of it mostly waits on its engine.
 func TestFaultSweep(t *testing.T) {
-	t.Run("docker", func(t *testing.T) { sweep(t, dockerSweeper{c: setup(t)}) })
+	t.Run("docker", func(t *testing.T) {
+		t.Parallel()
+		sweep(t, dockerSweeper{c: setup(t)})
+	})
 	t.Run("containerd", func(t *testing.T) {
+		t.Parallel()
 		c, eng, img := setupContainerd(t)
 		sweep(t, containerdSweeper{r: containerdRig{c: c, eng: eng, actionImg: img}})
 	})
