@@ -88,13 +88,26 @@ func (k sweepKind) cutDelay() time.Duration {
 	return map[sweepKind]time.Duration{faultCut10: 10 * time.Millisecond, faultCut30: 30 * time.Millisecond, faultCut60: 60 * time.Millisecond}[k]
 }
 
-// sweepOnly, when set, limits the sweep to the faults it names (comma
-// separated, as String names them), to look at some of them again.
-var sweepOnly = flag.String("sweep.faults", "", "sweep only these faults (comma separated: refused,lost,transient,cut-10ms,cut-30ms,cut-60ms)")
+// sweepOnly, when set, sweeps every call with the faults it names
+// (comma separated, as String names them, or all), to look at some of
+// them again.
+var sweepOnly = flag.String("sweep.faults", "", "sweep every call with these faults (comma separated: refused,lost,transient,cut-10ms,cut-30ms,cut-60ms; all for every one)")
 
-// sweeping is the faults the sweep puts on each call.
-func sweeping() []sweepKind {
-	if *sweepOnly == "" {
+// sweeping is the faults the sweep puts on the ith call of the recording,
+// c: unless -sweep.faults says otherwise, the reset, the lost answer and
+// the 503 on every call, and on a call that acts, waits or streams one
+// cut, at 10, 30 or 60 ms in turn down the list. A plain read (a get, a
+// list, a stat) changes nothing and answers at once: a cut only withholds
+// its answer, as a lost answer does.
+func sweeping(i int, c sweepCall) []sweepKind {
+	switch *sweepOnly {
+	case "":
+		kinds := []sweepKind{faultRefused, faultLost, faultTransient}
+		if !c.plainRead() {
+			kinds = append(kinds, []sweepKind{faultCut10, faultCut30, faultCut60}[i%3])
+		}
+		return kinds
+	case "all":
 		return sweepKinds
 	}
 	var out []sweepKind
@@ -104,6 +117,19 @@ func sweeping() []sweepKind {
 		}
 	}
 	return out
+}
+
+// plainRead says whether c reads a record and nothing more: on Docker a
+// GET or HEAD but a log stream, on containerd a Get, List or Stat, or the
+// version.
+func (c sweepCall) plainRead() bool {
+	method, path, _ := strings.Cut(c.key, " ")
+	switch method {
+	case "GET", "HEAD":
+		return !strings.Contains(path, "/logs")
+	}
+	_, rpc, ok := strings.Cut(method, "/")
+	return ok && (rpc == "Get" || rpc == "List" || rpc == "Stat" || rpc == "Version")
 }
 
 // sweepParallel is how many actions of the sweep run at once.
@@ -265,8 +291,8 @@ func sweep(t *testing.T, s sweeper) {
 	// prepare has left one, as it did before the recording.
 	n := 0
 	var alone []sweepCase
-	for _, call := range rec.calls {
-		for _, kind := range sweeping() {
+	for i, call := range rec.calls {
+		for _, kind := range sweeping(i, call) {
 			n++
 			if strings.Contains(call.key, "{other}") {
 				alone = append(alone, sweepCase{n, call, kind, s.prepare})
@@ -285,7 +311,10 @@ func sweep(t *testing.T, s sweeper) {
 	}
 
 	var summary []string
-	for _, kind := range sweeping() {
+	for _, kind := range sweepKinds {
+		if byKind[kind] == nil {
+			continue
+		}
 		var parts []string
 		for o, k := range byKind[kind] {
 			parts = append(parts, fmt.Sprintf("%d %s", k, o))
@@ -298,8 +327,8 @@ func sweep(t *testing.T, s sweeper) {
 	for _, k := range outcomes {
 		ran += k
 	}
-	t.Logf("the sweep: %d calls × %d faults = %d runs, %d of them run, in %v: %d %s, %d %s, %d %s, %d %s\n%s\nthe runs that did not hand off and run everything:\n%s",
-		len(rec.calls), len(sweeping()), n, ran, time.Since(start).Round(time.Second),
+	t.Logf("the sweep: %d calls, %d runs, %d of them run, in %v: %d %s, %d %s, %d %s, %d %s\n%s\nthe runs that did not hand off and run everything:\n%s",
+		len(rec.calls), n, ran, time.Since(start).Round(time.Second),
 		outcomes[outcomeRan], outcomeRan, outcomes[outcomeFailed], outcomeFailed,
 		outcomes[outcomeNotMet], outcomeNotMet, outcomes[outcomeViolated], outcomeViolated,
 		strings.Join(summary, "\n"), strings.Join(notRan, "\n"))
@@ -611,4 +640,51 @@ func (s containerdSweeper) waiterOutput(t *testing.T, actionID string) string {
 	}
 	out, _ := io.ReadAll(f)
 	return string(out)
+}
+
+// TestSweepFaults: every call gets the reset, the lost answer and the
+// 503; a call that acts, waits or streams gets one cut too, its delay in
+// turn down the list; -sweep.faults=all gives every call every fault.
+func TestSweepFaults(t *testing.T) {
+	names := func(ks []sweepKind) string {
+		var out []string
+		for _, k := range ks {
+			out = append(out, k.String())
+		}
+		return strings.Join(out, ",")
+	}
+	was := *sweepOnly
+	t.Cleanup(func() { *sweepOnly = was })
+	*sweepOnly = ""
+	for _, tc := range []struct {
+		i    int
+		key  string
+		want string
+	}{
+		{0, "GET /_ping", "refused,lost,transient"},
+		{1, "GET /containers/{id}/json", "refused,lost,transient"},
+		{2, "HEAD /containers/{id}/archive", "refused,lost,transient"},
+		{3, "GET /containers/{id}/logs", "refused,lost,transient,cut-10ms"},
+		{4, "POST /containers/create?name={action}-waitdaemon-user", "refused,lost,transient,cut-30ms"},
+		{5, "POST /containers/{id}/wait", "refused,lost,transient,cut-60ms"},
+		{6, "DELETE /containers/{action}-waitdaemon-fallback", "refused,lost,transient,cut-10ms"},
+		{7, "Version/Version", "refused,lost,transient"},
+		{8, "Containers/Get {id}", "refused,lost,transient"},
+		{9, `Containers/List labels."org.waitdaemon.role"=="waiter"`, "refused,lost,transient"},
+		{10, "Snapshots/Stat sha256:{id}", "refused,lost,transient"},
+		{11, "Content/Read", "refused,lost,transient,cut-60ms"},
+		{12, "Tasks/Create {action}-waitdaemon-user", "refused,lost,transient,cut-10ms"},
+		{13, "Tasks/Wait {id}", "refused,lost,transient,cut-30ms"},
+		{14, "Leases/Delete waitdaemon-{action}-waitdaemon-user", "refused,lost,transient,cut-60ms"},
+	} {
+		if got := names(sweeping(tc.i, sweepCall{key: tc.key, nth: 1})); got != tc.want {
+			t.Errorf("call %d, %s: %s; want %s", tc.i, tc.key, got, tc.want)
+		}
+	}
+	for only, want := range map[string]string{"all": "refused,lost,transient,cut-10ms,cut-30ms,cut-60ms", "cut-30ms,lost": "lost,cut-30ms"} {
+		*sweepOnly = only
+		if got := names(sweeping(0, sweepCall{key: "GET /_ping", nth: 1})); got != want {
+			t.Errorf("-sweep.faults=%s: %s; want %s", only, got, want)
+		}
+	}
 }
