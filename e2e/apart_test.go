@@ -41,7 +41,7 @@ func TestWaiterFollowedLate(t *testing.T) {
 // on containerd removes the stopped waiters of its namespace: neither
 // reaches the other checkout's.
 func TestCheckoutsApart(t *testing.T) {
-	onEngines(t, func(t *testing.T, e rig) {
+	onEnginesInTurn(t, func(t *testing.T, e rig) {
 		tag := e2eTag + "-apart"
 		o := otherCheckout(t, e, tag)
 		env := func(wait string) map[string]string {

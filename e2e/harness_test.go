@@ -142,6 +142,15 @@ func onEngines(t *testing.T, f func(t *testing.T, r rig)) {
 	onEach(t, func(testEngine) bool { return true }, openRig, f)
 }
 
+// onEnginesInTurn runs f on every engine of the table, one after the
+// other: for a test that changes what the others read (TestCheckoutsApart
+// plays another checkout by its E2E_TAG).
+func onEnginesInTurn(t *testing.T, f func(t *testing.T, r rig)) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) { f(t, openRig(t, e)) })
+	}
+}
+
 // onEach runs f on every engine of the table that which selects, each in
 // a subtest, with what open readied for it. The engines are readied one
 // at a time; then each subtest goes on beside the others, as many at once
