@@ -17,7 +17,8 @@ mkdir -p "$(dirname "$log")"
 # stops whole (the field's TestMain then kills the VMs); in the
 # background, since bash runs a trap only once its foreground command
 # ends, but interrupts a wait.
-trap 'kill -TERM -- -$job 2>/dev/null; wait; exit 130' INT TERM
+job=
+trap '[ -n "$job" ] && kill -TERM -- -"$job" 2>/dev/null; wait; exit 130' INT TERM
 
 start=$SECONDS
 set -m
