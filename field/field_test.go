@@ -51,8 +51,8 @@ const kernelPanic = "Kernel panic - not syncing"
 
 const (
 	// From QEMU's start to the action's exit: 1-3 min under TCG, and up
-	// to 5 when the Go tests beside the suite load both cores (seen: a
-	// HookOS boot that had not run its action in 5 min).
+	// to 5 when the Go tests ran beside the suite and loaded both cores
+	// (seen: a HookOS boot that had not run its action in 5 min).
 	bootTimeout = 8 * time.Minute
 	downGrace   = 90 * time.Second
 )

@@ -19,23 +19,23 @@ mkdir -p "$(dirname "$log")"
 # ends, but interrupts a wait.
 job=
 trap '[ -n "$job" ] && kill -TERM -- -"$job" 2>/dev/null; wait; exit 130' INT TERM
+group() {
+	set -m
+	"$@" &
+	job=$!
+	set +m
+	wait $job
+}
+field() { make --no-print-directory field 2>&1 | tee "$log"; }
 
 start=$SECONDS
-set -m
 # shellcheck disable=SC2046 # one argument per package
-go test -race -count=1 -timeout 75m $(go list ./... | grep -v /field) &
-job=$!
-set +m
-wait $job
+group go test -race -count=1 -timeout 75m $(go list ./... | grep -v /field)
 rc=$?
 echo "test: the Go tests ended (exit $rc) in $((SECONDS - start)) s; the VM suite now (its output also in $log)"
 
 start=$SECONDS
-set -m
-(make --no-print-directory field 2>&1 | tee "$log") &
-job=$!
-set +m
-wait $job
+group field
 frc=$?
 echo "test: the VM suite ended (exit $frc) in $((SECONDS - start)) s"
 if [ $rc != 0 ] || [ $frc != 0 ]; then
