@@ -15,12 +15,9 @@ import (
 // containerd. Podman is left out: its 4.3 forgets a failed start
 // (forgetsFailedStart), which the contract's List reports as a run.
 func TestConformance(t *testing.T) {
-	for _, e := range engines {
-		if e.name == "podman" {
-			continue
-		}
-		t.Run(e.name, func(t *testing.T) { conformance.Run(t, conformanceRow{openRig(t, e)}) })
-	}
+	onEach(t, func(e testEngine) bool { return e.name != "podman" }, openRig, func(t *testing.T, r rig) {
+		conformance.Run(t, conformanceRow{r})
+	})
 }
 
 // conformanceRow is a row of the engine table as the suite takes it: the

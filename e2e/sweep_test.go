@@ -94,19 +94,20 @@ func (k sweepKind) cutDelay() time.Duration {
 var sweepOnly = flag.String("sweep.faults", "", "sweep every call with these faults (comma separated: refused,lost,transient,cut-10ms,cut-30ms,cut-60ms; all for every one)")
 
 // sweeping is the faults the sweep puts on the ith call of the recording,
-// c: unless -sweep.faults says otherwise, the reset, the lost answer and
-// the 503 on every call, and on a call that acts, waits or streams one
-// cut, at 10, 30 or 60 ms in turn down the list. A plain read (a get, a
-// list, a stat) changes nothing and answers at once: a cut only withholds
-// its answer, as a lost answer does.
+// c, unless -sweep.faults says otherwise. A call that acts, waits or
+// streams gets the lost answer (the engine acted, and its answer never
+// came), one cut (at 10, 30 or 60 ms, in turn down the list), and one
+// failure before the engine acts (the reset or the 503, in turn). A
+// plain read (a get, a list, a stat) changes nothing and answers at once:
+// its repeat is the same call whatever became of the first, so it gets
+// one fault, the reset, the lost answer or the 503 in turn down the list.
 func sweeping(i int, c sweepCall) []sweepKind {
 	switch *sweepOnly {
 	case "":
-		kinds := []sweepKind{faultRefused, faultLost, faultTransient}
-		if !c.plainRead() {
-			kinds = append(kinds, []sweepKind{faultCut10, faultCut30, faultCut60}[i%3])
+		if c.plainRead() {
+			return []sweepKind{[]sweepKind{faultRefused, faultLost, faultTransient}[i%3]}
 		}
-		return kinds
+		return []sweepKind{[]sweepKind{faultRefused, faultTransient}[i%2], faultLost, []sweepKind{faultCut10, faultCut30, faultCut60}[i%3]}
 	case "all":
 		return sweepKinds
 	}
@@ -642,9 +643,11 @@ func (s containerdSweeper) waiterOutput(t *testing.T, actionID string) string {
 	return string(out)
 }
 
-// TestSweepFaults: every call gets the reset, the lost answer and the
-// 503; a call that acts, waits or streams gets one cut too, its delay in
-// turn down the list; -sweep.faults=all gives every call every fault.
+// TestSweepFaults: a call that acts, waits or streams gets a failure
+// before the engine acts (the reset or the 503 in turn), the lost answer
+// and one cut (its delay in turn down the list); a plain read gets one
+// fault, in turn down the list; -sweep.faults=all gives every call every
+// fault.
 func TestSweepFaults(t *testing.T) {
 	names := func(ks []sweepKind) string {
 		var out []string
@@ -661,21 +664,21 @@ func TestSweepFaults(t *testing.T) {
 		key  string
 		want string
 	}{
-		{0, "GET /_ping", "refused,lost,transient"},
-		{1, "GET /containers/{id}/json", "refused,lost,transient"},
-		{2, "HEAD /containers/{id}/archive", "refused,lost,transient"},
-		{3, "GET /containers/{id}/logs", "refused,lost,transient,cut-10ms"},
-		{4, "POST /containers/create?name={action}-waitdaemon-user", "refused,lost,transient,cut-30ms"},
-		{5, "POST /containers/{id}/wait", "refused,lost,transient,cut-60ms"},
-		{6, "DELETE /containers/{action}-waitdaemon-fallback", "refused,lost,transient,cut-10ms"},
-		{7, "Version/Version", "refused,lost,transient"},
-		{8, "Containers/Get {id}", "refused,lost,transient"},
-		{9, `Containers/List labels."org.waitdaemon.role"=="waiter"`, "refused,lost,transient"},
-		{10, "Snapshots/Stat sha256:{id}", "refused,lost,transient"},
-		{11, "Content/Read", "refused,lost,transient,cut-60ms"},
-		{12, "Tasks/Create {action}-waitdaemon-user", "refused,lost,transient,cut-10ms"},
-		{13, "Tasks/Wait {id}", "refused,lost,transient,cut-30ms"},
-		{14, "Leases/Delete waitdaemon-{action}-waitdaemon-user", "refused,lost,transient,cut-60ms"},
+		{0, "GET /_ping", "refused"},
+		{1, "GET /containers/{id}/json", "lost"},
+		{2, "HEAD /containers/{id}/archive", "transient"},
+		{3, "GET /containers/{id}/logs", "transient,lost,cut-10ms"},
+		{4, "POST /containers/create?name={action}-waitdaemon-user", "refused,lost,cut-30ms"},
+		{5, "POST /containers/{id}/wait", "transient,lost,cut-60ms"},
+		{6, "DELETE /containers/{action}-waitdaemon-fallback", "refused,lost,cut-10ms"},
+		{7, "Version/Version", "lost"},
+		{8, "Containers/Get {id}", "transient"},
+		{9, `Containers/List labels."org.waitdaemon.role"=="waiter"`, "refused"},
+		{10, "Snapshots/Stat sha256:{id}", "lost"},
+		{11, "Content/Read", "transient,lost,cut-60ms"},
+		{12, "Tasks/Create {action}-waitdaemon-user", "refused,lost,cut-10ms"},
+		{13, "Tasks/Wait {id}", "transient,lost,cut-30ms"},
+		{14, "Leases/Delete waitdaemon-{action}-waitdaemon-user", "refused,lost,cut-60ms"},
 	} {
 		if got := names(sweeping(tc.i, sweepCall{key: tc.key, nth: 1})); got != tc.want {
 			t.Errorf("call %d, %s: %s; want %s", tc.i, tc.key, got, tc.want)
