@@ -67,7 +67,7 @@ fi
 if [ ! -x "$DIR/containerd" ] || [ ! -x "$DIR/containerd-shim-runc-v2" ] || [ ! -x "$DIR/ctr" ]; then
 	echo "containerd: building containerd $VERSION into $DIR (about 4 min, once)"
 	mkdir -p "$DIR"
-	CGO_ENABLED=0 GOBIN=$DIR GOFLAGS=-mod=mod go install -tags no_btrfs,no_devmapper,no_zfs,no_aufs \
+	CGO_ENABLED=0 GOBIN=$DIR GOFLAGS=-mod=mod go install -tags no_btrfs,no_devmapper,no_zfs,no_aufs -ldflags "-s -w" \
 		github.com/containerd/containerd/v2/cmd/containerd@$VERSION \
 		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$VERSION \
 		github.com/containerd/containerd/v2/cmd/ctr@$VERSION

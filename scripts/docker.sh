@@ -186,11 +186,10 @@ build_zip() {
 		cp "$tmp/vendor.sum" "$tmp/go.sum"
 	fi
 	mkdir -p "$dir"
-	local pkg rc=0
-	for pkg in "$@"; do
-		(cd "$tmp" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -o "$dir/$(basename "$pkg")" "${flags[@]}" "$pkg") >&2 || rc=1
-		[ $rc = 0 ] || break
-	done
+	# One go build for them all: each package compiled once, the links
+	# side by side.
+	local rc=0
+	(cd "$tmp" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -o "$dir/" "${flags[@]}" "$@") >&2 || rc=1
 	rm -rf "$tmp"
 	[ $rc = 0 ] || die "building $mod failed"
 }
@@ -206,14 +205,14 @@ build_all() {
 	if [ "$source" = moby ]; then
 		CGO_ENABLED=0 build dockerd "$bin_dockerd" \
 			-tags 'exclude_graphdriver_btrfs exclude_graphdriver_devicemapper exclude_graphdriver_zfs no_btrfs' \
-			-ldflags "-X github.com/moby/moby/v2/dockerversion.Version=$docker_version -X github.com/moby/moby/v2/dockerversion.GitCommit=$moby_version" \
+			-ldflags "-s -w -X github.com/moby/moby/v2/dockerversion.Version=$docker_version -X github.com/moby/moby/v2/dockerversion.GitCommit=$moby_version" \
 			"github.com/moby/moby/v2/cmd/dockerd@$moby_version"
 		# Docker 29 starts docker-proxy with flags 20.10's does not know.
-		CGO_ENABLED=0 build docker-proxy "$bin_dockerd" "github.com/moby/moby/v2/cmd/docker-proxy@$moby_version"
+		CGO_ENABLED=0 build docker-proxy "$bin_dockerd" -ldflags "-s -w" "github.com/moby/moby/v2/cmd/docker-proxy@$moby_version"
 	elif [ ! -x "$bin_dockerd/dockerd" ] || [ ! -x "$bin_dockerd/docker-proxy" ]; then
 		build_zip "github.com/docker/docker@v$docker_version+incompatible" "$bin_dockerd" \
 			-tags 'exclude_graphdriver_btrfs exclude_graphdriver_devicemapper exclude_graphdriver_zfs no_btrfs' \
-			-ldflags "-X github.com/docker/docker/dockerversion.Version=$docker_version -X github.com/docker/docker/dockerversion.GitCommit=v$docker_version" \
+			-ldflags "-s -w -X github.com/docker/docker/dockerversion.Version=$docker_version -X github.com/docker/docker/dockerversion.GitCommit=v$docker_version" \
 			-- ./cmd/dockerd ./cmd/docker-proxy
 	fi
 	# The engine's own runc: Debian's 1.1.5 does not take Docker 29's
@@ -225,11 +224,11 @@ build_all() {
 		v1.*)
 			build_zip "github.com/containerd/containerd@$containerd_version" "$bin_containerd" \
 				-tags no_btrfs,no_devmapper,no_zfs,no_aufs \
-				-ldflags "-X github.com/containerd/containerd/version.Version=$containerd_version" \
+				-ldflags "-s -w -X github.com/containerd/containerd/version.Version=$containerd_version" \
 				-- ./cmd/containerd ./cmd/containerd-shim-runc-v2 ./cmd/ctr
 			;;
 		*)
-			CGO_ENABLED=0 build containerd "$bin_containerd" -tags no_btrfs,no_devmapper,no_zfs,no_aufs \
+			CGO_ENABLED=0 build containerd "$bin_containerd" -tags no_btrfs,no_devmapper,no_zfs,no_aufs -ldflags "-s -w" \
 				"github.com/containerd/containerd/v2/cmd/containerd@$containerd_version" \
 				"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$containerd_version" \
 				"github.com/containerd/containerd/v2/cmd/ctr@$containerd_version"

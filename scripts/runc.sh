@@ -25,6 +25,6 @@ if [ ! -x "$dir/runc" ]; then
 	say "building runc $version into $dir (once; it is cached there)"
 	mkdir -p "$dir"
 	PATH=/usr/local/go/bin:$PATH CGO_ENABLED=1 GOBIN=$dir GOFLAGS=-mod=mod go install \
-		-tags 'seccomp netgo osusergo' -ldflags "-X main.version=${version#v} -extldflags -static" "github.com/opencontainers/runc@$version" >&2
+		-tags 'seccomp netgo osusergo' -ldflags "-s -w -X main.version=${version#v} -extldflags -static" "github.com/opencontainers/runc@$version" >&2
 fi
 echo "$dir"
