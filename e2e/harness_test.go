@@ -169,18 +169,6 @@ func onEach[R any](t *testing.T, which func(testEngine) bool, open func(*testing
 	}
 }
 
-// busy holds a place for a test that keeps the machine busy the whole
-// time (the soak): two such at once, whatever -parallel allows, since
-// more would only share the same cores and stretch each action's time.
-var busy = make(chan struct{}, 2)
-
-// keepsBusy waits for a place among the busy tests, and gives it back when
-// t ends.
-func keepsBusy(t *testing.T) {
-	busy <- struct{}{}
-	t.Cleanup(func() { <-busy })
-}
-
 // onPullers runs f on every engine of the table that pulls from the tests'
 // registry.
 func onPullers(t *testing.T, f func(t *testing.T, r rig)) {

@@ -20,11 +20,9 @@ import (
 // output files but its. 100 actions on Docker 20.10 and on containerd,
 // 25 on each other engine (soakRuns): one thing left behind fails the
 // soak whatever the count, and 100 took 280 to 430 s per engine, two
-// engines at once, with both cores busy: two engines soak at once
-// (keepsBusy).
+// engines at once, with both cores busy.
 func TestSoak(t *testing.T) {
 	onEngines(t, func(t *testing.T, e rig) {
-		keepsBusy(t)
 		d, docker := e.(dockerRig)
 		var volumesBefore []string
 		if docker {

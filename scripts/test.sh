@@ -30,7 +30,7 @@ field() { make --no-print-directory field 2>&1 | tee "$log"; }
 
 start=$SECONDS
 # shellcheck disable=SC2046 # one argument per package
-group go test -race -count=1 -parallel 4 -timeout 75m $(go list ./... | grep -v /field)
+group go test -race -count=1 -timeout 75m $(go list ./... | grep -v /field)
 rc=$?
 echo "test: the Go tests ended (exit $rc) in $((SECONDS - start)) s; the VM suite now (its output also in $log)"
 
