@@ -105,9 +105,12 @@ func sweeping(i int, c sweepCall) []sweepKind {
 	switch *sweepOnly {
 	case "":
 		if c.plainRead() {
-			return []sweepKind{[]sweepKind{faultRefused, faultLost, faultTransient}[i%3]}
+			reads := []sweepKind{faultRefused, faultLost, faultTransient}
+			return []sweepKind{reads[i%len(reads)]}
 		}
-		return []sweepKind{[]sweepKind{faultRefused, faultTransient}[i%2], faultLost, []sweepKind{faultCut10, faultCut30, faultCut60}[i%3]}
+		before := []sweepKind{faultRefused, faultTransient}
+		cuts := []sweepKind{faultCut10, faultCut30, faultCut60}
+		return []sweepKind{before[i%len(before)], faultLost, cuts[i%len(cuts)]}
 	case "all":
 		return sweepKinds
 	}
