@@ -1,6 +1,6 @@
-# waitdaemon: `make demo` runs the double fork on a local engine,
-# `make test` runs the whole suite. Both start a Docker engine if none
-# answers (scripts/engine.sh).
+# waitdaemon: `make demo` runs the double fork on a local engine, `make
+# test` the gate, `make test-all` the whole matrix. Each starts a Docker
+# engine if none answers (scripts/engine.sh).
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE   ?= waitdaemon:dev
@@ -18,7 +18,7 @@ BIN     ?= bin
 GOBUILD = CGO_ENABLED=0 GOOS=linux go build -trimpath \
 	-gcflags=all=-l -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: build test field image probe-image demo bench record fuzz mutate engine docker29 docker28 docker26 clean oci push containerd record-containerd
+.PHONY: build test test-all sweep soak field image probe-image demo bench record fuzz mutate engine docker29 docker28 docker26 clean oci push containerd record-containerd
 
 build: $(foreach a,$(ARCHES),$(BIN)/waitdaemon-linux-$(a))
 
@@ -27,29 +27,44 @@ $(BIN)/waitdaemon-linux-%: FORCE
 
 FORCE:
 
-# The end-to-end suite runs on every engine of its table: Docker 20.10,
-# Docker 29, 28.2 and 26.1, Podman 4.3 (started by the tests) and
-# containerd 2.2.1. The first run builds Docker 29, 28.2 and 26.1 and
-# containerd into /var/cache/waitdaemon.
-# The VM suite (make field, below) runs once the Go tests of every other
-# package have ended (scripts/test.sh): beside them, its machines were
-# starved of the two cores.
-test: engine docker29 docker28 docker26 containerd
-	scripts/test.sh
+# Two tiers (docs/development.md#the-two-tiers, scripts/test.sh).
+# make test, the gate: go vet, every package's tests with -race and
+# -short (the end-to-end tests on Docker 20.10 and containerd 2.2.1, a
+# sample of the fault sweep, no soak), then the VM suite's two gate rows
+# (the README's reboot on CaptainOS, and on HookOS with Debian's Docker
+# 26.1): no Docker is built from source.
+test: engine containerd
+	scripts/test.sh gate
+
+# make test-all, the whole matrix: every row of the engine table (Docker
+# 29, 28.2 and 26.1 built into /var/cache/waitdaemon the first time),
+# the whole sweep, the soak and every VM row. PART runs one part of it:
+# unit, e2e, e2e-ROW (docker, docker29, docker28, docker26, podman,
+# containerd), sweep, soak or field; `make sweep` and `make soak` too.
+PART ?=
+ALL_DOCKERS = docker29 docker28 docker26
+PART_DOCKERS = $(if $(filter unit sweep e2e-docker e2e-podman e2e-containerd,$(PART)),,$(if $(filter e2e-docker%,$(PART)),$(patsubst e2e-%,%,$(PART)),$(if $(filter field,$(PART)),docker28,$(ALL_DOCKERS))))
+test-all: engine containerd $(PART_DOCKERS)
+	scripts/test.sh all $(PART)
+
+sweep soak:
+	@$(MAKE) --no-print-directory test-all PART=$@
 
 # The VM suite (field/): the CaptainOS-like machine and the HookOS-like
-# ones (Docker 28.2, and 26.1 for the README's HookOS templates), built
-# from Debian trixie into /var/cache/waitdaemon/field the first time (about
-# a minute each; later runs find them there), boot in QEMU two at a time
-# (FIELD_PARALLEL, each takes a core under TCG);
+# ones (Docker 28.2, and Debian's 26.1 for the README's HookOS
+# templates), built from Debian trixie into /var/cache/waitdaemon/field
+# the first time (a minute or two each; later runs find them there), boot
+# in QEMU two at a time (FIELD_PARALLEL, each takes a core under TCG);
 # every template of the README and docs/templates.md runs on each OS it is
 # for, and a table says how each machine went down. FIELD_RUN (a regexp of
-# os/scenario) and FIELD_OS (captainos, hookos, hookos26) narrow it. Its tools,
-# Debian's QEMU, mmdebstrap and the rest, are installed if missing
+# os/scenario) and FIELD_OS (captainos, hookos, hookos26) narrow it;
+# FIELD_FLAGS=-short runs make test's rows alone. Its tools, Debian's
+# QEMU, mmdebstrap and the rest, are installed if missing
 # (scripts/field-deps.sh).
+FIELD_FLAGS ?=
 field: engine containerd
 	@scripts/field-deps.sh
-	go test -count=1 -timeout 75m -v ./field/
+	go test -count=1 $(FIELD_FLAGS) -timeout 75m -v ./field/
 
 image: $(BIN)/waitdaemon-linux-$(HOSTARCH)
 	cp $(BIN)/waitdaemon-linux-$(HOSTARCH) $(BIN)/waitdaemon

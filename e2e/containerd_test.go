@@ -431,6 +431,7 @@ func privileges(s ocispec.Spec) map[string]string {
 // Docker engine) imported into it, and the engine on it.
 func setupContainerd(t *testing.T) (*containerdapi.Client, *containerd.Engine, string) {
 	t.Helper()
+	onRow(t, "containerd")
 	c := requireContainerd(t)
 	setup(t)
 	actionImg := cmp.Or(os.Getenv("E2E_CONTAINERD_ACTION_IMAGE"), actionImage)

@@ -98,22 +98,57 @@ type testEngine struct {
 	// runtimeMounts are the mounts it gives every container, besides /,
 	// /proc, /sys, /dev and the /etc files.
 	runtimeMounts []string
+	// gate: the row is one of make test's (go test -short): HookOS's
+	// oldest Docker line as Debian ships it, with no build, and
+	// CaptainOS's containerd. The others are make test-all's.
+	gate bool
 }
 
 // allEngines is the engine table.
 var allEngines = []testEngine{
-	{name: "docker", setup: setup, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
+	{name: "docker", setup: setup, gate: true, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
 	{name: "docker29", setup: setupDocker29, privileged: true, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
 	{name: "docker28", setup: setupDocker28, privileged: true, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
 	{name: "docker26", setup: setupDocker26, privileged: true, cgroupns: true, plainHTTP: true, tracedAuth: "X-Registry-Auth: <redacted>", runtimeEnv: []string{"HOSTNAME", "HOME"}},
 	{name: "podman", setup: setupPodman, privileged: true, localhost: true, makesBindSource: true, forgetsFailedStart: true, runtimeEnv: []string{"HOSTNAME", "HOME", "container"}, runtimeMounts: []string{"/run/.containerenv"}},
-	{name: "containerd", containerd: true, keepsWaiter: true, streamsApart: true, plainHTTP: true, tracedAuth: `"secret": "<redacted>"`},
+	{name: "containerd", containerd: true, gate: true, keepsWaiter: true, streamsApart: true, plainHTTP: true, tracedAuth: `"secret": "<redacted>"`},
 }
 
 // engines are the rows the tests run on: the whole table, or those that
 // WAITDAEMON_E2E_ENGINES names (comma-separated, like docker28,docker26),
-// to run the suite on some engines alone. TestMain sets it.
+// to run the suite on some engines alone; under go test -short (make
+// test, the gate), the gate's rows unless it names others. TestMain sets
+// it.
 var engines = allEngines
+
+// tableRows is the rows this run of the tests uses: those list names,
+// else the gate's under -short, else the whole table.
+func tableRows(list string, short bool) ([]testEngine, error) {
+	if strings.TrimSpace(list) == "" && short {
+		return slices.DeleteFunc(slices.Clone(allEngines), func(e testEngine) bool { return !e.gate }), nil
+	}
+	return selectEngines(allEngines, list)
+}
+
+// onRow runs f if the row named so is among this run's rows; else it
+// skips, saying so: for a test of one engine's own ways (Podman's, a
+// built Docker's), which belongs to the runs that have that row.
+func onRow(t *testing.T, name string) {
+	t.Helper()
+	if !slices.ContainsFunc(engines, func(e testEngine) bool { return e.name == name }) {
+		t.Skipf("the %s row is not in this run (make test-all runs every row; WAITDAEMON_E2E_ENGINES=%s this one)", name, name)
+	}
+}
+
+// full skips t under go test -short: the test belongs to make test-all,
+// the whole matrix, and not to make test, the gate. A test says so
+// itself, with why; one that does not runs in both.
+func full(t *testing.T, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("make test-all only: %s", why)
+	}
+}
 
 // selectEngines is the rows of table that list names, in the table's
 // order; all of them when list is empty. A name that is no row's is an
@@ -628,6 +663,21 @@ func TestSelectEngines(t *testing.T) {
 	}
 	if names(allEngines) != "docker,docker29,docker28,docker26,podman,containerd" {
 		t.Errorf("the table's rows are %s", names(allEngines))
+	}
+	for _, tc := range []struct {
+		list  string
+		short bool
+		want  string
+	}{
+		{"", true, "docker,containerd"},
+		{"", false, all},
+		{"docker28", true, "docker28"},
+		{"podman,docker", false, "docker,podman"},
+	} {
+		got, err := tableRows(tc.list, tc.short)
+		if err != nil || names(got) != tc.want {
+			t.Errorf("tableRows(%q, short %v) = %s, %v; want %s", tc.list, tc.short, names(got), err, tc.want)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -52,7 +53,8 @@ func podmanConf() string   { return filepath.Join(podmanEngine.dir, "containers.
 // if one was started: it is the package's only shared state that must not
 // outlive the test binary.
 func TestMain(m *testing.M) {
-	rows, err := selectEngines(allEngines, os.Getenv("WAITDAEMON_E2E_ENGINES"))
+	flag.Parse()
+	rows, err := tableRows(os.Getenv("WAITDAEMON_E2E_ENGINES"), testing.Short())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -193,6 +195,7 @@ func stopPodman() {
 // TestPodmanEngine checks what the Podman tests rely on, and the
 // differences from Docker that are Podman's own, not waitdaemon's.
 func TestPodmanEngine(t *testing.T) {
+	onRow(t, "podman")
 	c := setupPodman(t)
 	ctx := testCtx(t)
 	t.Run("negotiation", func(t *testing.T) {
@@ -254,6 +257,7 @@ func TestPodmanEngine(t *testing.T) {
 // API 1.41 to Podman, reads the socket's host path from Podman's Binds
 // format, and plans the user container without Podman's own additions.
 func TestPodmanPlan(t *testing.T) {
+	onRow(t, "podman")
 	c := setupPodman(t)
 	out := t.TempDir()
 	r := runAction(t, c, tinkAgent, action{

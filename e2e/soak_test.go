@@ -22,6 +22,7 @@ import (
 // soak whatever the count, and 100 took 280 to 430 s per engine, two
 // engines at once, with both cores busy.
 func TestSoak(t *testing.T) {
+	full(t, "the soak, 100 actions in a row per engine, takes 5 to 8 minutes")
 	onEngines(t, func(t *testing.T, e rig) {
 		d, docker := e.(dockerRig)
 		var volumesBefore []string

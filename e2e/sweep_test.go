@@ -123,6 +123,75 @@ func sweeping(i int, c sweepCall) []sweepKind {
 	return out
 }
 
+// sweepPlan is the faults each call of the recording gets: the whole
+// sweep's (sweeping) in the full tier, the gate's sample (sampled) under
+// go test -short, unless -sweep.faults names the faults.
+func sweepPlan(calls []sweepCall) [][]sweepKind {
+	if testing.Short() && *sweepOnly == "" {
+		return sampled(calls)
+	}
+	out := make([][]sweepKind, len(calls))
+	for i, c := range calls {
+		out[i] = sweeping(i, c)
+	}
+	return out
+}
+
+// sampled is the gate's sample of the sweep: each kind of fault that the
+// whole sweep puts on a class of call (a plain read, a wait, a stream, a
+// call that acts) once on a call of that class, the class's calls taken
+// in turn down the recording, so that the faults land on different calls.
+func sampled(calls []sweepCall) [][]sweepKind {
+	byClass := map[string][]int{}
+	var classes []string
+	for i, c := range calls {
+		cl := c.class()
+		if byClass[cl] == nil {
+			classes = append(classes, cl)
+		}
+		byClass[cl] = append(byClass[cl], i)
+	}
+	out := make([][]sweepKind, len(calls))
+	for _, cl := range classes {
+		kinds := sweepKinds
+		if cl == "read" {
+			kinds = []sweepKind{faultRefused, faultLost, faultTransient}
+		}
+		idx := byClass[cl]
+		for j, k := range kinds {
+			i := idx[j%len(idx)]
+			out[i] = append(out[i], k)
+		}
+	}
+	return out
+}
+
+// class is the kind of call c is: "read" (plainRead), "wait" (for a
+// container's or task's end), "stream" (a log, the events, a pull's
+// progress, a content read) or "act".
+func (c sweepCall) class() string {
+	if c.plainRead() {
+		return "read"
+	}
+	method, path, _ := strings.Cut(c.key, " ")
+	if _, rpc, ok := strings.Cut(method, "/"); ok {
+		switch rpc {
+		case "Wait":
+			return "wait"
+		case "Read", "Subscribe":
+			return "stream"
+		}
+		return "act"
+	}
+	switch {
+	case strings.Contains(path, "/wait"):
+		return "wait"
+	case strings.Contains(path, "/logs"), strings.HasPrefix(path, "/events"), strings.HasPrefix(path, "/images/create"):
+		return "stream"
+	}
+	return "act"
+}
+
 // plainRead says whether c reads a record and nothing more: on Docker a
 // GET or HEAD but a log stream, on containerd a Get, List or Stat, or the
 // version.
@@ -195,9 +264,11 @@ type sweeper interface {
 
 // TestFaultSweep runs the sweep on Docker 20.10 and on containerd, with
 // actions made as tink-agent makes them: both at once, since each action
-// of it mostly waits on its engine.
+// of it mostly waits on its engine. make test (go test -short) runs the
+// sample (sampled), make test-all the whole sweep.
 func TestFaultSweep(t *testing.T) {
 	t.Run("docker", func(t *testing.T) {
+		onRow(t, "docker")
 		t.Parallel()
 		sweep(t, dockerSweeper{c: setup(t)})
 	})
@@ -295,8 +366,9 @@ func sweep(t *testing.T, s sweeper) {
 	// prepare has left one, as it did before the recording.
 	n := 0
 	var alone []sweepCase
+	faults := sweepPlan(rec.calls)
 	for i, call := range rec.calls {
-		for _, kind := range sweeping(i, call) {
+		for _, kind := range faults[i] {
 			n++
 			if strings.Contains(call.key, "{other}") {
 				alone = append(alone, sweepCase{n, call, kind, s.prepare})
@@ -692,5 +764,45 @@ func TestSweepFaults(t *testing.T) {
 		if got := names(sweeping(0, sweepCall{key: "GET /_ping", nth: 1})); got != want {
 			t.Errorf("-sweep.faults=%s: %s; want %s", only, got, want)
 		}
+	}
+}
+
+// TestSweepSample: the gate's sample gives each class of call each fault
+// the whole sweep gives it, once, spread over the class's calls in turn.
+func TestSweepSample(t *testing.T) {
+	calls := []sweepCall{
+		{key: "GET /_ping", nth: 1},
+		{key: "POST /containers/create?name={action}-waitdaemon-user", nth: 1},
+		{key: "GET /containers/{id}/json", nth: 1},
+		{key: "POST /containers/{id}/wait", nth: 1},
+		{key: "POST /containers/{id}/start", nth: 1},
+		{key: "GET /containers/{id}/logs", nth: 1},
+		{key: "Tasks/Wait {id}", nth: 1},
+		{key: "Content/Read", nth: 1},
+	}
+	want := map[string][]string{
+		"GET /_ping":                {"refused", "transient"},
+		"GET /containers/{id}/json": {"lost"},
+		"POST /containers/create?name={action}-waitdaemon-user": {"refused", "transient", "cut-30ms"},
+		"POST /containers/{id}/start":                           {"lost", "cut-10ms", "cut-60ms"},
+		"POST /containers/{id}/wait":                            {"refused", "transient", "cut-30ms"},
+		"Tasks/Wait {id}":                                       {"lost", "cut-10ms", "cut-60ms"},
+		"GET /containers/{id}/logs":                             {"refused", "transient", "cut-30ms"},
+		"Content/Read":                                          {"lost", "cut-10ms", "cut-60ms"},
+	}
+	got := sampled(calls)
+	runs := 0
+	for i, c := range calls {
+		var names []string
+		for _, k := range got[i] {
+			names = append(names, k.String())
+		}
+		runs += len(names)
+		if !slices.Equal(names, want[c.key]) {
+			t.Errorf("%s: %q; want %q", c.key, names, want[c.key])
+		}
+	}
+	if runs != 3+3*len(sweepKinds) {
+		t.Errorf("%d runs; want %d: three for the reads, six for each other class", runs, 3+3*len(sweepKinds))
 	}
 }

@@ -42,7 +42,7 @@ const cmdline = "console=ttyS0 quiet panic=0 systemd.show_status=false"
 var engines = map[string]string{
 	"captainos": "containerd 2.2.1+unknown", // go install sets no version
 	"hookos":    "docker 28.2.2",
-	"hookos26":  "docker 26.1.4",
+	"hookos26":  "docker 26.1.5+dfsg1", // trixie's docker.io
 }
 
 // What the guest's kernel prints when it panics; with panic=0 it then
@@ -109,6 +109,10 @@ func TestField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if testing.Short() {
+		// make test, the gate: its rows alone.
+		scenarios = slices.DeleteFunc(scenarios, func(sc Scenario) bool { return !sc.Gate })
+	}
 	only := regexp.MustCompile(os.Getenv("FIELD_RUN"))
 	all := os.Getenv("FIELD_ALL") != ""
 	width, err := machinesAtOnce(os.Getenv("FIELD_PARALLEL"))
@@ -172,8 +176,13 @@ func setUp(t *testing.T) *field {
 	oses := strings.Fields(os.Getenv("FIELD_OS"))
 	if len(oses) == 0 {
 		oses = []string{"captainos", "hookos", "hookos26"}
+		if testing.Short() {
+			// make test's rows run on these alone (Scenario.Gate).
+			oses = []string{"captainos", "hookos26"}
+		}
 	}
 	for _, name := range oses {
+		t.Logf("the %s image: started (built once into the cache, a minute or two; else found there)", name)
 		img, took, err := BuildImage(ctx, repo, name)
 		if err != nil {
 			t.Fatal(err)
@@ -428,6 +437,7 @@ func machinesAtOnce(s string) (int, error) {
 // console goes to logName in f.logs.
 func (f *field) run(t *testing.T, sc Scenario, logName string) Row {
 	row := Row{Scenario: sc.Name, OS: sc.OS, Want: sc.Want, Release: string(sc.Release)}
+	t.Logf("booting %s for %s", sc.OS, sc.Name)
 	img := f.images[sc.OS]
 	// Not t.TempDir(): QEMU's options take no commas in a path.
 	dir, err := os.MkdirTemp("", "waitdaemon-field-")

@@ -46,6 +46,10 @@ type Scenario struct {
 	KillAfterCreate bool
 	// Skip says why the scenario is not in the default list.
 	Skip string
+	// Gate: the scenario is one of make test's (go test -short), which
+	// runs the README's reboot template on each OS, on machines that need
+	// no Docker built from source; every scenario runs in make test-all.
+	Gate bool
 	// Release is the one the runner copies in the machine; Releases those
 	// it stands for, which make the same container (tinkagent.SameSpec).
 	Release  tinkagent.Release
@@ -216,6 +220,14 @@ func NewScenario(name, os, text string) (Scenario, error) {
 	return sc, nil
 }
 
+// gateTemplates are the templates whose runs make test boots, by OS: the
+// README's reboot, on CaptainOS under its oldest release, and on HookOS
+// under its oldest release on Docker 26.1 (hookos26), as Debian ships it.
+var gateTemplates = map[string]string{
+	"captainos": "README.md CaptainOS (containerd, no Docker) reboot",
+	"hookos":    "README.md HookOS (Docker) reboot",
+}
+
 // Scenarios is every template of the docs, on each OS it is for, under
 // its oldest release and HEAD (byRelease), and the field's own, under
 // HEAD: an action killed at its timeout, a kexec that fails, and
@@ -235,6 +247,9 @@ func Scenarios(repo string) ([]Scenario, error) {
 			return nil, err
 		}
 		if t.OS != "hookos" || !strings.HasPrefix(t.Name, "README.md ") {
+			// CaptainOS's README reboot: the gate's run is its oldest
+			// release's.
+			runs[0].Gate = t.Name == gateTemplates[t.OS]
 			scs = append(scs, runs...)
 			continue
 		}
@@ -243,6 +258,7 @@ func Scenarios(repo string) ([]Scenario, error) {
 		// on each when one run serves both.
 		old, head := runs[0], runs[len(runs)-1]
 		old.OS = "hookos26"
+		old.Gate = t.Name == gateTemplates[t.OS]
 		if len(runs) == 1 {
 			scs = append(scs, head)
 		}

@@ -115,6 +115,31 @@ func TestDefaultList(t *testing.T) {
 	}
 }
 
+// TestGateRows: make test boots the README's reboot on CaptainOS and on
+// HookOS, the latter on Docker 26.1 as Debian ships it (no build), and
+// nothing else.
+func TestGateRows(t *testing.T) {
+	scs, err := Scenarios("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, sc := range scs {
+		if sc.Gate {
+			got = append(got, sc.OS+"/"+sc.Name)
+		}
+	}
+	want := []string{"hookos26/README.md HookOS (Docker) reboot", "captainos/README.md CaptainOS (containerd, no Docker) reboot"}
+	if len(got) != len(want) {
+		t.Fatalf("the gate's rows: %q; want one for each of %q", got, want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]+" under ") {
+			t.Errorf("the gate's row %d: %q; want %q under its oldest release", i, got[i], want[i])
+		}
+	}
+}
+
 // TestCrc32c: the target disk's ext4 has metadata checksums, for which
 // the kernel asks the crypto API for crc32c, a module no depends line
 // names: each machine must load it, or mounting /dev/sda1 fails with

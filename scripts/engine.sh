@@ -16,18 +16,21 @@ if [ "$(id -u)" != 0 ]; then
 fi
 if ! command -v dockerd >/dev/null; then
 	echo "engine: installing Debian's docker.io"
+	began=$SECONDS
 	apt-get -o DPkg::Lock::Timeout=300 update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq docker.io >/dev/null
+	echo "engine: docker.io installed in $((SECONDS - began)) s"
 fi
 if ! command -v docker >/dev/null; then
 	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq docker-cli >/dev/null || true
 fi
 log=${DOCKERD_LOG:-/var/log/waitdaemon-dockerd.log}
 echo "engine: starting dockerd (log: $log)"
+began=$SECONDS
 setsid dockerd >"$log" 2>&1 </dev/null &
 for _ in $(seq 120); do
 	if up; then
-		echo "engine: $(docker version --format 'Docker {{.Server.Version}}, API {{.Server.APIVersion}}') is up"
+		echo "engine: $(docker version --format 'Docker {{.Server.Version}}, API {{.Server.APIVersion}}') is up, in $((SECONDS - began)) s"
 		exit 0
 	fi
 	sleep 0.5

@@ -27,5 +27,7 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 echo "field: installing Debian's ${missing[*]}" >&2
+began=$SECONDS
 apt-get -o DPkg::Lock::Timeout=300 update -qq
 DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "field: installed in $((SECONDS - began)) s" >&2

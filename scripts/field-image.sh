@@ -19,12 +19,16 @@
 #                                      as HookOS v0.11 ships; dockerd in
 #                                      a mount namespace of its own, as
 #                                      hook-docker, logging to syslog
-#   scripts/field-image.sh hookos26    the same on Docker 26.1.4 and runc
-#                                      1.1.12, as HookOS v0.9-v0.10
+#   scripts/field-image.sh hookos26    the same on Debian trixie's
+#                                      docker.io 26.1.5, with its
+#                                      containerd and runc, HookOS
+#                                      v0.9-v0.10's line: no engine built
+#                                      from source, so make test's HookOS
+#                                      machine needs no Docker build
 #
-# The engines are the project's own static builds (scripts/docker.sh 28
-# paths, or 26: built once into the cache); the docker CLI that the
-# runner's script calls is trixie's docker-cli.
+# hookos's engine is the project's own static build (scripts/docker.sh 28
+# paths: built once into the cache); the docker CLI that the runner's
+# script calls is trixie's docker-cli.
 #
 # Both boot from RAM: /init copies the root into a tmpfs and switch_roots
 # there, as CaptainOS's and LinuxKit's do, because runc's pivot_root
@@ -65,11 +69,14 @@ captainos)
 	packages="systemd systemd-sysv systemd-resolved udev dbus kmod iproute2 iptables libseccomp2 containernetworking-plugins dmsetup"
 	modules="$modules_common $modules_captainos"
 	;;
-hookos | hookos26)
+hookos)
 	packages="docker-cli busybox-static kmod iproute2 iptables socat dmsetup"
 	modules="$modules_common $modules_hookos"
 	docker=28
-	[ "$os" = hookos26 ] && docker=26
+	;;
+hookos26)
+	packages="docker.io docker-cli busybox-static kmod iproute2 iptables socat dmsetup"
+	modules="$modules_common $modules_hookos"
 	;;
 customize)
 	# mmdebstrap's customize hook: customize OS ROOT WORK.
@@ -336,10 +343,19 @@ EOF
 		chroot "$root" systemctl mask serial-getty@ttyS0.service getty@tty1.service >&2
 		;;
 	hookos | hookos26)
-		# shellcheck disable=SC2086 # three directories
-		set -- $(cat "$work/docker-paths")
-		install -m 755 "$1/dockerd" "$1/docker-proxy" "$2/containerd" "$2/containerd-shim-runc-v2" \
-			"$3/runc" "$root/usr/local/bin/"
+		if [ "$os" = hookos ]; then
+			# shellcheck disable=SC2086 # three directories
+			set -- $(cat "$work/docker-paths")
+			install -m 755 "$1/dockerd" "$1/docker-proxy" "$2/containerd" "$2/containerd-shim-runc-v2" \
+				"$3/runc" "$root/usr/local/bin/"
+		fi
+		# trixie's docker.io (hookos26) puts dockerd, containerd and runc in
+		# /usr/sbin and /usr/bin; busybox init runs no service of the
+		# package's: /etc/init.d/engine starts dockerd as hook-docker does.
+		rm -f "$root/etc/init.d/docker" "$root/etc/init.d/containerd"
+		# Nor does it need containerd's client and its old shims: 48 MB
+		# that every boot would unpack.
+		rm -f "$root/usr/bin/ctr" "$root/usr/bin/containerd-shim" "$root/usr/bin/containerd-shim-runc-v1" "$root/usr/bin/containerd-stress"
 		ln -sf /bin/busybox "$root/sbin/init"
 		mkdir -p "$root/etc/docker" "$root/etc/init.d"
 		# hook-docker's daemon.json: debug, and container output to the

@@ -19,12 +19,16 @@ if [ ! -x "$dir/runc" ]; then
 	[ "$(id -u)" = 0 ] || { say "building runc $version needs root"; exit 1; }
 	if ! pkg-config --exists libseccomp 2>/dev/null || [ ! -e "$(pkg-config --variable=libdir libseccomp)/libseccomp.a" ]; then
 		say "installing libseccomp-dev and pkg-config for runc's seccomp"
+		began=$SECONDS
 		apt-get -o DPkg::Lock::Timeout=300 update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq libseccomp-dev pkg-config >/dev/null
+		say "installed in $((SECONDS - began)) s"
 	fi
 	say "building runc $version into $dir (once; it is cached there)"
+	began=$SECONDS
 	mkdir -p "$dir"
 	PATH=/usr/local/go/bin:$PATH CGO_ENABLED=1 GOBIN=$dir GOFLAGS=-mod=mod go install \
 		-tags 'seccomp netgo osusergo' -ldflags "-s -w -X main.version=${version#v} -extldflags -static" "github.com/opencontainers/runc@$version" >&2
+	say "built in $((SECONDS - began)) s"
 fi
 echo "$dir"

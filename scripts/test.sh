@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
-# make test's tests: the Go tests of every package but field/ (go test
-# -race), then the VM suite (make field), two machines at a time. It
-# fails when either fails; the VM suite runs even when the Go tests
-# failed.
+# The two tiers of tests (docs/development.md#the-two-tiers):
 #
-# One after the other, not beside each other: on a 2-core machine the
-# two together starved the VMs (a CaptainOS boot of 3.5 min, an action's
-# CNI set-up killed at its 90 s timeout) and the end-to-end tests ran past
-# their timeout. Alone, each VM has a core of its own.
+#   scripts/test.sh gate        make test: go vet, every package's tests
+#                               with -race under -short (the engine
+#                               table's gate rows, Docker 20.10 and
+#                               containerd; the sweep's sample; no soak),
+#                               then the VM suite's gate rows
+#   scripts/test.sh all [PART]  make test-all: the same without -short,
+#                               every row, the whole sweep, the soak and
+#                               every VM row; or one PART of it:
+#                                 unit           every package but e2e and field
+#                                 e2e            the end-to-end package, every row
+#                                 e2e-ROW        the same on one row (docker,
+#                                                docker29, docker28, docker26,
+#                                                podman, containerd)
+#                                 sweep, soak    TestFaultSweep, TestSoak
+#                                 field          the VM suite, every row
+#
+# The VM suite runs once the Go tests have ended, even when they failed
+# (docs/development.md says why not beside them). Each step prints a line
+# when it starts and its time when it ends.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+tier=${1:-gate}
+part=${2:-}
 log=${FIELD_LOG:-bin/field.log}
 mkdir -p "$(dirname "$log")"
 
@@ -26,20 +40,66 @@ group() {
 	set +m
 	wait $job
 }
-field() { make --no-print-directory field 2>&1 | tee "$log"; }
 
-start=$SECONDS
-# shellcheck disable=SC2046 # one argument per package
-group go test -race -count=1 -timeout 75m $(go list ./... | grep -v /field)
-rc=$?
-echo "test: the Go tests ended (exit $rc) in $((SECONDS - start)) s; the VM suite now (its output also in $log)"
+failed=()
+# step NAME COMMAND...: runs it, saying when it starts and how long it
+# took; a failure is remembered, and the next steps still run.
+step() {
+	local name=$1 start=$SECONDS rc
+	shift
+	echo "test: $name: started"
+	group "$@"
+	rc=$?
+	echo "test: $name: exit $rc in $((SECONDS - start)) s"
+	[ $rc = 0 ] || failed+=("$name (exit $rc)")
+}
 
-start=$SECONDS
-group field
-frc=$?
-echo "test: the VM suite ended (exit $frc) in $((SECONDS - start)) s"
-if [ $rc != 0 ] || [ $frc != 0 ]; then
-	echo "test: FAIL (go test: exit $rc, the VM suite: exit $frc)"
+short=
+case $tier in
+gate) short=-short ;;
+all) ;;
+*)
+	echo "usage: $0 gate | all [unit|e2e|e2e-ROW|sweep|soak|field]" >&2
+	exit 2
+	;;
+esac
+
+pkgs() { go list ./... | grep -v -e /e2e$ -e /field$; }
+unit() {
+	go vet ./... && {
+		# shellcheck disable=SC2046 # one argument per package
+		go test -race -count=1 $short -timeout 20m $(pkgs)
+	}
+}
+e2e() { go test -race -count=1 $short -timeout 75m "$@" ./e2e/; }
+field() {
+	make --no-print-directory field FIELD_FLAGS="$short" 2>&1 | tee "$log"
+	return "${PIPESTATUS[0]}"
+}
+
+total=$SECONDS
+case $part in
+'')
+	step "go vet and the unit tests" unit
+	step "the end-to-end tests" e2e
+	step "the VM suite (its output also in $log)" field
+	;;
+unit) step "go vet and the unit tests" unit ;;
+e2e) step "the end-to-end tests" e2e ;;
+e2e-*)
+	export WAITDAEMON_E2E_ENGINES=${part#e2e-}
+	step "the end-to-end tests on $WAITDAEMON_E2E_ENGINES" e2e
+	;;
+sweep) step "the fault sweep" e2e -run '^TestFaultSweep$' ;;
+soak) step "the soak" e2e -run '^TestSoak$' ;;
+field) step "the VM suite (its output also in $log)" field ;;
+*)
+	echo "$0: no part $part; want unit, e2e, e2e-ROW, sweep, soak or field" >&2
+	exit 2
+	;;
+esac
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "test: FAIL in $((SECONDS - total)) s: ${failed[*]}"
 	exit 1
 fi
-echo "test: PASS"
+echo "test: PASS in $((SECONDS - total)) s"
