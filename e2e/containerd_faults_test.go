@@ -191,6 +191,7 @@ var userID = regexp.MustCompile(`\S+-waitdaemon-user-[0-9a-f]{8}`)
 // it never runs in parallel, and it leaves the daemon running. It takes
 // over a minute.
 func TestContainerdRestart(t *testing.T) {
+	full(t, "it restarts containerd twice, 70 s, and no other test can run meanwhile")
 	c, eng, actionImg := setupContainerd(t)
 	t.Cleanup(func() {
 		if waitAnswers(c, 5*time.Second) == nil {

@@ -57,6 +57,7 @@ var releaseEngines = []struct {
 // registry; then it pulls the index by digest for every platform on
 // each engine of releaseEngines.
 func TestRelease(t *testing.T) {
+	full(t, "the release for every platform, pushed and pulled on each engine, 60 s")
 	c := setup(t)
 	skopeoTools.require(t, map[string]string{"skopeo": "skopeo"})
 	addr := startRegistry(t, false)
