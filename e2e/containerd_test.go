@@ -22,11 +22,11 @@ import (
 	"github.com/waitdaemon/waitdaemon/phase"
 )
 
-// The test containerd (`make containerd`) and its ctr.
-const (
-	containerdSocket = "/run/containerd-test/containerd.sock"
-	ctrBinary        = "/var/cache/waitdaemon/containerd-v2.2.1/ctr"
-)
+// The test containerd (`make containerd`) and its ctr, in the cache
+// scripts/containerd.sh builds it into (WAITDAEMON_CACHE).
+const containerdSocket = "/run/containerd-test/containerd.sock"
+
+var ctrBinary = filepath.Join(cmp.Or(os.Getenv("WAITDAEMON_CACHE"), "/var/cache/waitdaemon"), "containerd-v2.2.1", "ctr")
 
 // containerdNS is the namespace the tests run actions in on the test
 // containerd: tink-agent's, tinkerbell, under the default tag, and
