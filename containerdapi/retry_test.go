@@ -40,8 +40,8 @@ func TestRetryStatus(t *testing.T) {
 		// Not sent again: Tasks/Get is asked, and answers a task of no
 		// known status (containerd's UNKNOWN, a busy shim), again and
 		// again: it may have started, and is never started twice; the
-		// follow settles it (see TestTaskLostAnswer).
-		{name: "unavailable on a start", call: start, codes: []containerdapi.Code{14, 0}, wantTries: 2 + containerdapi.MaxRetries},
+		// start fails, as one that did not start (see TestTaskLostAnswer).
+		{name: "unavailable on a start", call: start, codes: []containerdapi.Code{14, 0}, wantTries: 2 + containerdapi.MaxRetries, wantCode: containerdapi.Unavailable},
 		{name: "not found", call: get, codes: []containerdapi.Code{5, 0}, wantTries: 1, wantCode: containerdapi.NotFound},
 		{name: "unknown", call: get, codes: []containerdapi.Code{2, 0}, wantTries: 1, wantCode: containerdapi.Unknown},
 		{name: "deadline exceeded", call: get, codes: []containerdapi.Code{4, 0}, wantTries: 1, wantCode: containerdapi.DeadlineExceeded},
@@ -265,7 +265,7 @@ func TestTaskLostAnswer(t *testing.T) {
 		forever      bool   // a create cut while creating never ends (the client's request bound is 500 ms)
 		within       string // the bound the settling of a create that never ends is given up at, if not 500ms
 		unknown      int    // after the fault, this many Tasks/Get answer the task's status UNKNOWN (a busy shim)
-		noStart      bool   // the task is never started, and the call succeeds: it may have been
+		noStart      bool   // the task is never started
 		wantCalls    string // the calls made; a regular expression for "creating"
 		wantState    string
 		wantErr      bool
@@ -293,9 +293,9 @@ func TestTaskLostAnswer(t *testing.T) {
 		{name: "start, lost after acting, unknown a while", call: start, created: true, fault: "after", unknown: 2, wantCalls: "Start Get Get Get", wantState: "running"},
 		{name: "start, lost before acting, unknown a while", call: start, created: true, fault: "before", unknown: 1, wantCalls: "Start Get Get Start", wantState: "running"},
 		{name: "start, lost before acting, unknown throughout", call: start, created: true, fault: "before", unknown: 100, noStart: true,
-			wantCalls: "Start" + strings.Repeat(" Get", 1+containerdapi.MaxRetries), wantState: "created"},
+			wantCalls: "Start" + strings.Repeat(" Get", 1+containerdapi.MaxRetries), wantState: "created", wantErr: true},
 		{name: "start, unavailable, unknown throughout", call: start, created: true, fault: "unavailable", unknown: 100, noStart: true,
-			wantCalls: "Start" + strings.Repeat(" Get", 1+containerdapi.MaxRetries), wantState: "created"},
+			wantCalls: "Start" + strings.Repeat(" Get", 1+containerdapi.MaxRetries), wantState: "created", wantErr: true},
 		{name: "start, unavailable", call: start, created: true, fault: "unavailable", wantCalls: "Start Get Start", wantState: "running"},
 		{name: "start, lost, task gone", call: start, created: true, fault: "before", gone: true, wantCalls: "Start Get", wantErr: true},
 		{name: "start, no task", call: start, wantCalls: "Start", wantErr: true},
@@ -434,6 +434,9 @@ func TestTaskLostAnswer(t *testing.T) {
 			}
 			if within := cmp.Or(tc.within, "500ms"); tc.forever && (!errors.Is(err, containerdapi.ErrUnsettled) || !strings.Contains(err.Error(), "not settled within "+within)) {
 				t.Errorf("call = %v, want it given up, not settled, once %s is spent", err, within)
+			}
+			if tc.noStart && (err == nil || !strings.Contains(err.Error(), "UNKNOWN")) {
+				t.Errorf("call = %v; want it failed, saying the task stayed UNKNOWN", err)
 			}
 			pattern := strings.HasPrefix(tc.wantCalls, "^")
 			if got := strings.Join(calls, " "); !pattern && got != tc.wantCalls || pattern && !regexp.MustCompile(tc.wantCalls).MatchString(got) {

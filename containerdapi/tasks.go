@@ -330,8 +330,9 @@ func bundleExists(err error) bool {
 // is an error. One whose status is UNKNOWN (containerd's answer when the
 // shim's State misses its 2 s limit, as a shim busy starting the task
 // does) may have started: it is asked for again, a few times, and never
-// started again while so; if it stays UNKNOWN it counts as started, and
-// the caller's wait for its exit settles what became of it.
+// started again while so; if it stays UNKNOWN the start fails, with the
+// task as it is: a wait for its exit would never end if it never started,
+// so the caller counts it as a run that could not start.
 func (c *Client) TaskStart(ctx context.Context, id string) (uint32, error) {
 	for try := 0; ; try++ {
 		var out startResponse
@@ -350,8 +351,11 @@ func (c *Client) TaskStart(ctx context.Context, id string) (uint32, error) {
 		if gerr != nil {
 			return 0, fmt.Errorf("starting the task of container %q: %w (then asking whether it started: %w)", id, err, gerr)
 		}
-		if p.Status.started() || p.Status == TaskUnknown {
+		if p.Status.started() {
 			return p.Pid, nil
+		}
+		if p.Status == TaskUnknown {
+			return 0, fmt.Errorf("starting the task of container %q: %w (then its status stayed UNKNOWN: it is counted as not started)", id, err)
 		}
 		if p.Status != TaskCreated || !lost {
 			return 0, fmt.Errorf("starting the task of container %q: %w (the task is %s)", id, err, p.Status)
