@@ -269,3 +269,51 @@ func TestTwoResultDeviceHangs(t *testing.T) {
 		t.Errorf("result on the device: %s (%v); want the last result, with its note", data, err)
 	}
 }
+
+// TestTwoResultDeviceHangsForGood: a write before a run that the device
+// never finishes does not hold up the result for ever: the final write
+// waits for it earlierWrite at most, then is left out, and the waiter
+// ends, with the result logged and an error saying why it is not on the
+// device.
+func TestTwoResultDeviceHangsForGood(t *testing.T) {
+	m := &mountRecorder{disk: filepath.Join(t.TempDir(), "disk")}
+	if err := os.MkdirAll(filepath.Join(m.disk, "var", "log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var mu sync.Mutex
+	mounts := 0
+	was, bound, earlier := onDevice, provisionalWrite, earlierWrite
+	provisionalWrite, earlierWrite = 50*time.Millisecond, 100*time.Millisecond
+	onDevice = func(device string, fn func(root string) error) error {
+		mu.Lock()
+		mounts++
+		n := mounts
+		mu.Unlock()
+		if n == 2 { // the write before the first run: the device never answers
+			<-release
+		}
+		return m.onDevice(device, fn)
+	}
+	t.Cleanup(func() { close(release); onDevice, provisionalWrite, earlierWrite = was, bound, earlier })
+
+	eng := waiterFake(false)
+	eng.Exits = map[string][]int{"act-waitdaemon-user": {5}}
+	args := waiterArgs(0, false)
+	args.ResultDevice, args.ResultFile = "/dev/sdb1", "/var/log/w.json"
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- Two(context.Background(), eng, args, Options{Stdout: &out}) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("phase 2 still waiting 10 s on a write that the device never finishes; calls %q", eng.Calls())
+	}
+	if err == nil || !strings.Contains(err.Error(), "had not ended within 100ms") {
+		t.Errorf("phase 2 = %v; want an error saying the write before had not ended", err)
+	}
+	if res := lastResult(t, out.String()); res.ExitCode != 5 || res.State != stateDone {
+		t.Errorf("result %+v; want it logged, exit 5, done", res)
+	}
+}

@@ -42,6 +42,12 @@ func (w *waiter) mark(res *result, state string) {
 // answer must not keep the run from starting.
 var provisionalWrite = 5 * time.Second
 
+// earlierWrite bounds the wait of a write for the one before it, still
+// under way (a device that does not answer): the file must end as the
+// last one written, and a write that never ends must not hold up the
+// result, nor the waiter's end.
+var earlierWrite = 10 * time.Second
+
 // provisional writes, before a run starts, the result so far with that
 // run (next: the next attempt, or the fallback) started and not ended.
 // If the run takes the machine down, the file says which run did, and
@@ -176,10 +182,18 @@ func (w *waiter) settle(ctx context.Context, a *attempt) error {
 }
 
 // store writes res to the result file, once the write before it has
-// ended, so that the file ends as the last one written.
+// ended, so that the file ends as the last one written. One that has not
+// ended within earlierWrite is not overtaken: res is left out, and the
+// error says so.
 func (w *waiter) store(res result) error {
 	if w.lastWrite != nil {
-		<-w.lastWrite
+		timer := time.NewTimer(earlierWrite)
+		defer timer.Stop()
+		select {
+		case <-w.lastWrite:
+		case <-timer.C:
+			return fmt.Errorf("the result file was not written: the write before it had not ended within %v (the device does not answer)", earlierWrite)
+		}
 	}
 	return w.write(res)
 }
