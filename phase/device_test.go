@@ -280,7 +280,7 @@ func TestTwoResultDeviceHangsForGood(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(m.disk, "var", "log"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan struct{})
+	release, hung := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	mounts := 0
 	was, bound, earlier := onDevice, provisionalWrite, earlierWrite
@@ -292,10 +292,15 @@ func TestTwoResultDeviceHangsForGood(t *testing.T) {
 		mu.Unlock()
 		if n == 2 { // the write before the first run: the device never answers
 			<-release
+			defer close(hung)
 		}
 		return m.onDevice(device, fn)
 	}
-	t.Cleanup(func() { close(release); onDevice, provisionalWrite, earlierWrite = was, bound, earlier })
+	t.Cleanup(func() {
+		close(release)
+		<-hung // the write the device held has ended: nothing reads what is restored
+		onDevice, provisionalWrite, earlierWrite = was, bound, earlier
+	})
 
 	eng := waiterFake(false)
 	eng.Exits = map[string][]int{"act-waitdaemon-user": {5}}
