@@ -154,8 +154,12 @@ type result struct {
 	ActionExitCode *int   `json:"action_exit_code,omitempty"`
 	NotStarted     string `json:"not_started,omitempty"`
 	// Stopped says why the waiter stopped before the re-runs were spent:
-	// a signal during the pause before one.
+	// a signal before one's start (in the pause, the make of its
+	// container, the write before it), or before the fallback's.
 	Stopped string `json:"stopped,omitempty"`
+	// unstarted are containers made for a run that a signal kept from
+	// starting: the finish removes them.
+	unstarted []string
 	// WriteNote says which writes before a run did not finish in time
 	// (a device that does not answer): the run started without them.
 	WriteNote string `json:"write_note,omitempty"`

@@ -90,6 +90,9 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 		return w.cancel() // a signal during the action or the wait
 	}
 	res, err := w.runUser(ctx, exit)
+	if errors.Is(err, errSignalled) {
+		return w.cancel() // a signal before the first start went out
+	}
 	if err != nil {
 		return w.leave()
 	}
@@ -169,11 +172,18 @@ func (w *waiter) answer(ctx context.Context, msg string, details any) {
 	}
 }
 
+// errSignalled is a run not started because ctx ended before its start
+// went out, in one of the steps before it that can wait: the make of a
+// re-run's container, the write of the result before it.
+var errSignalled = errors.New("a signal came before the start")
+
 // runUser runs the user container, and again (afresh: attempt) while it
 // fails, up to Retries times, then the fallback once if it still failed.
 // Its error is ctx's when ctx ended while a run was followed: that run
-// goes on. A ctx that ends in the pause before a re-run stops the
-// re-runs: the result says so, and the fallback still starts.
+// goes on; errSignalled when ctx ended before the first start went out.
+// A ctx that ends before a re-run's start (in the pause, the make of its
+// container or the write before it) stops the re-runs: the result says
+// so, and the fallback still starts.
 func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) {
 	var res result
 	for n := 1; ; n++ {
@@ -182,6 +192,11 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 			break
 		}
 		a, err := w.attempt(ctx, n, res, exit)
+		if errors.Is(err, errSignalled) && n > 1 {
+			res.unstarted = append(res.unstarted, a.Container)
+			res.Stopped = w.stopBeforeRerun(n)
+			break
+		}
 		if err != nil {
 			return res, err
 		}
@@ -212,16 +227,27 @@ const notMadeExitCode = 125
 // in the user container phase 1 made, each re-run in a fresh container
 // made from it (not a restart of one a run has changed), which starts
 // from the image as the first did. The make, like a start, is not cut
-// short by a signal: the engine may make it all the same.
+// short by a signal: the engine may make it all the same. A ctx that
+// ended by the start (during the make or the write) starts nothing: the
+// error is errSignalled, with the attempt's container.
 func (w *waiter) attempt(ctx context.Context, n int, res result, exit engine.Exit) (attempt, error) {
 	if n == 1 {
 		w.provisional(res, attempt{Attempt: n, Container: w.UserContainer})
+		if ctx.Err() != nil {
+			return attempt{Container: w.UserContainer}, errSignalled
+		}
 		return w.run(ctx, w.UserContainer, "starting the user container (kept for inspection)", w.onFirstStart(n, exit))
 	}
 	container := attemptName(w.UserContainer, n)
 	_, err := w.eng.Again(context.WithoutCancel(ctx), w.UserContainer, container)
+	if ctx.Err() != nil {
+		return attempt{Container: container}, errSignalled
+	}
 	first := w.planned[w.UserContainer] // what the re-run runs: the first's
 	w.provisional(res, attempt{Attempt: n, Container: container, Image: cmp.Or(first.Image, w.imageOf(w.UserContainer)), Command: first.Command})
+	if ctx.Err() != nil {
+		return attempt{Container: container}, errSignalled
+	}
 	if err != nil {
 		a := w.refused(container, "making the re-run's container", err)
 		a.ExitCode = notMadeExitCode
@@ -268,6 +294,10 @@ func (w *waiter) stopBeforeRerun(n int) string {
 // takes the machine down).
 func (w *waiter) runFallback(ctx context.Context, res result) (result, error) {
 	w.provisional(res, attempt{Container: w.FallbackContainer})
+	if res.Stopped == "" && ctx.Err() != nil {
+		logEvent(w.o.Stdout, "stopping before the fallback; it is started, not followed", map[string]string{"fallback": w.FallbackContainer})
+		res.Stopped = "stopped by a signal before the fallback's start: it was started and not followed"
+	}
 	if res.Stopped != "" {
 		sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), signalStart)
 		defer stop()
@@ -396,6 +426,8 @@ func (w *waiter) finish(ctx context.Context, res result) error {
 			remove = append(remove, w.FallbackContainer)
 		}
 	}
+	// A re-run's container made as a signal came, never started.
+	remove = append(remove, res.unstarted...)
 	errs := removeAll(ctx, w.eng, remove)
 	return errors.Join(append(errs, w.report(res))...)
 }
