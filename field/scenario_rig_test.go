@@ -78,13 +78,15 @@ var images = map[string]string{
 var imageLine = regexp.MustCompile(`(?m)^(\s*(?:- )?(?:image|IMAGE|WAITDAEMON_FALLBACK_IMAGE):\s*)(\S+)(.*)$`)
 
 // Rename changes only the images a template names, to the field
-// registry's.
+// registry's: by the last component of the repository, whatever the
+// registry, tag or digest (ghcr.io/waitdaemon/waitdaemon:v0.1.0@sha256:…
+// is waitdaemon).
 func Rename(action string) (string, error) {
 	var err error
 	out := imageLine.ReplaceAllStringFunc(action, func(line string) string {
 		m := imageLine.FindStringSubmatch(line)
 		ref := m[2]
-		repo := ref
+		repo, _, _ := strings.Cut(ref, "@") // a digest, as a pinned reference has
 		if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
 			repo = repo[:i]
 		}

@@ -51,6 +51,13 @@ func TestRename(t *testing.T) {
 	if got != want {
 		t.Errorf("Rename:\n%s\nwant:\n%s", got, want)
 	}
+	// A release's image, by tag and pinned by digest, is waitdaemon.
+	for _, ref := range []string{"ghcr.io/waitdaemon/waitdaemon:v0.1.0", "ghcr.io/waitdaemon/waitdaemon:v0.1.0@sha256:" + strings.Repeat("6d", 32), "ghcr.io/waitdaemon/waitdaemon@sha256:" + strings.Repeat("6d", 32), "registry.example:5000/waitdaemon"} {
+		got, err := Rename("- name: reboot\n  image: " + ref + "\n")
+		if want := "- name: reboot\n  image: " + RegistryName + "/waitdaemon:latest\n"; err != nil || got != want {
+			t.Errorf("Rename of %s: %q, %v; want %q", ref, got, err, want)
+		}
+	}
 	if _, err := Rename("- image: busybox:1\n"); err == nil {
 		t.Error("Rename of an image the field has not: no error")
 	}
