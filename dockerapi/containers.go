@@ -124,6 +124,19 @@ func (c *Client) ContainerStart(ctx context.Context, id string) error {
 	return fmt.Errorf("starting container %q: %w", id, err)
 }
 
+// ContainerStop stops a running container at once (SIGKILL, with no
+// grace), and returns once the engine has it stopped; one not running
+// (304) is stopped already. A repeat's answer means what the first's
+// would have.
+func (c *Client) ContainerStop(ctx context.Context, id string) error {
+	q := url.Values{"t": {"0"}}
+	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/stop", query: q, ok: []int{204, 304}, repeat: asFirst}, nil)
+	if err != nil {
+		return fmt.Errorf("stopping container %q: %w", id, err)
+	}
+	return nil
+}
+
 // Wait conditions for ContainerWait.
 const (
 	WaitNotRunning = "not-running"

@@ -78,6 +78,10 @@ type Engine interface {
 	// not sent again blindly: a container that started, even one that has
 	// already stopped, counts as started.
 	Start(ctx context.Context, id string) error
+	// Stop ends the run of a started container, if it runs, and returns
+	// once the engine has it stopped. One stopped already, or never
+	// started, is left as it is.
+	Stop(ctx context.Context, id string) error
 	// Output follows a container's output into w until the container
 	// stops or ctx ends.
 	Output(ctx context.Context, id string, w io.Writer) error

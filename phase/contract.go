@@ -3,6 +3,7 @@ package phase
 import (
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine"
 )
@@ -194,6 +195,10 @@ type attempt struct {
 	// down.
 	Note string `json:"note,omitempty"`
 	Kept bool   `json:"kept"`
+	// lost: its end could not be followed, and it may run on; sent is
+	// when its start was sent.
+	lost bool
+	sent time.Time
 }
 
 // failed reports whether the run failed: it exited non-zero, or the

@@ -55,24 +55,21 @@ func TestTwoFollowFails(t *testing.T) {
 	})
 
 	t.Run("never settled", func(t *testing.T) {
+		// Its end, after a stop, still cannot be read: nothing more
+		// starts (see TestTwoLostRunEnds).
 		eng := waiterFake(true)
 		eng.Fail = onEachAttempt("Follow", 2, engineGone)
 		res, args := twoWithResultFile(t, eng)
-		if len(res.Attempts) != 2 || res.ExitCode != unfollowedExitCode {
-			t.Fatalf("result = %+v; want two attempts, exit %d", res, unfollowedExitCode)
+		if len(res.Attempts) != 1 || res.ExitCode != unfollowedExitCode || res.Fallback != nil || !strings.Contains(res.Stopped, "could not be learnt") {
+			t.Fatalf("result = %+v; want one attempt, exit %d, no fallback, and why", res, unfollowedExitCode)
 		}
 		for _, a := range res.Attempts {
 			if a.ExitCode != unfollowedExitCode || !strings.Contains(a.LogNote, engineGone.Error()) || !a.Kept {
 				t.Errorf("attempt %+v; want exit %d, a note with the engine's error, kept", a, unfollowedExitCode)
 			}
 		}
-		if res.Fallback == nil || res.Fallback.ExitCode != 0 {
-			t.Errorf("fallback = %+v; want it run, exit 0", res.Fallback)
-		}
-		for _, c := range []string{"Follow act-waitdaemon-user", "Follow act-waitdaemon-user-2"} {
-			if n := countCalls(eng.Calls(), c); n < 2 {
-				t.Errorf("%d of %q; want each run asked after again: %q", n, c, eng.Calls())
-			}
+		if n := countCalls(eng.Calls(), "Follow act-waitdaemon-user"); n < 2 {
+			t.Errorf("%d follows; want the run asked after again: %q", n, eng.Calls())
 		}
 		checkResultFile(t, args.ResultFile, res)
 	})
@@ -339,4 +336,56 @@ func TestOrdered(t *testing.T) {
 			t.Errorf("ordered(%q, %q) = %q, %q, note %q; want %q, %q, a note: %v", tc.started, tc.finished, a.StartedAt, a.FinishedAt, a.TimeNote, tc.wantStarted, tc.finished, tc.note)
 		}
 	}
+}
+
+// TestTwoLostRunEnds: a run whose end could not be followed is stopped,
+// and its end confirmed, before any next run (a re-run, the fallback):
+// never two runs at once. One whose end cannot be learnt then starts
+// nothing more, and the result says why.
+func TestTwoLostRunEnds(t *testing.T) {
+	lost, bound := followLost, lostStop
+	followLost, lostStop = 50*time.Millisecond, 200*time.Millisecond
+	t.Cleanup(func() { followLost, lostStop = lost, bound })
+	engineGone := errors.New("following act-waitdaemon-user: connection refused")
+
+	t.Run("stopped, then re-run", func(t *testing.T) {
+		eng := waiterFake(true)
+		eng.Exits = map[string][]int{"act-waitdaemon-user": {1, 0}}
+		eng.Once = map[string][]error{"Follow act-waitdaemon-user": {engineGone, engineGone}}
+		var out bytes.Buffer
+		if err := Two(context.Background(), eng, waiterArgs(1, true), Options{Stdout: &out}); err != nil {
+			t.Fatalf("phase 2: %v\n%s", err, out.String())
+		}
+		calls := eng.Calls()
+		stop, again := slices.Index(calls, "Stop act-waitdaemon-user"), slices.Index(calls, "Again act-waitdaemon-user-2")
+		if stop < 0 || again < stop || countCalls(calls[stop:again], "Follow act-waitdaemon-user") != 1 {
+			t.Errorf("calls %q; want the lost run stopped, and its end read, before the re-run is made", calls)
+		}
+		res := lastResult(t, out.String())
+		if len(res.Attempts) != 2 || res.ExitCode != 0 || res.Fallback != nil || res.Attempts[0].FinishedAt == "" {
+			t.Errorf("result = %+v; want the first run ended as the engine then said, and the re-run", res)
+		}
+	})
+
+	t.Run("its end not learnt", func(t *testing.T) {
+		eng := waiterFake(true)
+		eng.Fail = map[string]error{"Follow act-waitdaemon-user": engineGone}
+		eng.Block = map[string]bool{"Stop act-waitdaemon-user": true}
+		args := waiterArgs(1, true)
+		args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+		var out bytes.Buffer
+		if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
+			t.Fatalf("phase 2: %v\n%s", err, out.String())
+		}
+		for _, c := range []string{"Again act-waitdaemon-user-2", "Start act-waitdaemon-fallback", "Remove act-waitdaemon-user"} {
+			if slices.Contains(eng.Calls(), c) {
+				t.Errorf("%s after a run whose end was never learnt: %q", c, eng.Calls())
+			}
+		}
+		res := lastResult(t, out.String())
+		if len(res.Attempts) != 1 || res.Fallback != nil || !strings.Contains(res.Stopped, "could not be learnt") || !res.Attempts[0].Kept {
+			t.Errorf("result = %+v; want the one attempt, kept, no fallback, and why", res)
+		}
+		checkResultFile(t, args.ResultFile, res)
+	})
 }

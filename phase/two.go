@@ -27,6 +27,10 @@ var (
 // run as failed with unfollowedExitCode.
 var followLost = 2 * time.Minute
 
+// lostStop bounds the stop of a run whose end was never followed, and the
+// look at its end after, before any next run.
+var lostStop = 30 * time.Second
+
 // unfollowedExitCode is the exit code of a run whose end the engine never
 // told: as docker run gives the engine's failures.
 const unfollowedExitCode = 125
@@ -186,6 +190,7 @@ var errSignalled = errors.New("a signal came before the start")
 // so, and the fallback still starts.
 func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) {
 	var res result
+	halted := false // a run's end could not be learnt: nothing more starts
 	for n := 1; ; n++ {
 		if n > 1 && !engine.Sleep(ctx, retryDelay(n)) {
 			res.Stopped = w.stopBeforeRerun(n)
@@ -200,6 +205,9 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 		if err != nil {
 			return res, err
 		}
+		if a, halted = w.beforeNext(ctx, a, n, &res); halted {
+			break
+		}
 		a = sameAsBefore(a, n, res.Attempts)
 		if err := w.settle(ctx, &a); err != nil {
 			return res, err
@@ -212,7 +220,7 @@ func (w *waiter) runUser(ctx context.Context, exit engine.Exit) (result, error) 
 	}
 	last := res.Attempts[len(res.Attempts)-1]
 	res.ExitCode, res.Image, res.Command, res.Note = last.ExitCode, last.Image, last.Command, last.Note
-	if w.FallbackContainer != "" && last.failed() {
+	if w.FallbackContainer != "" && last.failed() && !halted {
 		return w.runFallback(ctx, res)
 	}
 	return res, nil
@@ -321,6 +329,61 @@ func (w *waiter) runFallback(ctx context.Context, res result) (result, error) {
 	return res, nil
 }
 
+// beforeNext makes sure that run a (attempt n) has ended before any next
+// run, if it was lost (its end never followed) and another may follow:
+// the run as the engine then tells it. One whose end cannot be learnt is
+// the last: it goes into res, which says why, and halted is true.
+func (w *waiter) beforeNext(ctx context.Context, a attempt, n int, res *result) (_ attempt, halted bool) {
+	if !a.lost || n > w.Retries && w.FallbackContainer == "" {
+		return a, false
+	}
+	ended, err := w.endLost(ctx, a)
+	if err == nil {
+		return ended, false
+	}
+	a = sameAsBefore(a, n, res.Attempts)
+	a.Ended = true
+	res.Attempts = append(res.Attempts, a)
+	res.Stopped = w.notLearnt(a, err)
+	return a, true
+}
+
+// endLost stops run a, whose end could not be followed (it may run on),
+// and reads its end, within lostStop, before any next run: the run as
+// the engine then tells it. A signal does not cut it short: nothing may
+// start before it has ended. An error says its end could not be learnt.
+func (w *waiter) endLost(ctx context.Context, a attempt) (attempt, error) {
+	sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), lostStop)
+	defer stop()
+	logEvent(w.o.Stdout, "stopping a run whose end was not followed, before the next", map[string]string{"container": a.Container})
+	if err := w.eng.Stop(sctx, a.Container); err != nil {
+		return a, fmt.Errorf("stopping it: %w", err)
+	}
+	r, err := w.eng.Follow(sctx, a.Container, a.sent, w.LogTail, "")
+	switch {
+	case err == nil:
+	case r.FinishedAt != "":
+		r.Output, r.Note = []string{}, "no log tail: "+err.Error()
+	default:
+		return a, fmt.Errorf("reading its end once stopped: %w", err)
+	}
+	if r.Output == nil {
+		r.Output = []string{}
+	}
+	return ordered(attempt{
+		Container: a.Container, Image: r.Image, Command: r.Command, ExitCode: r.ExitCode,
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, LogTail: r.Output,
+		LogNote: cmp.Or(r.Note, a.LogNote+"; stopped before the next run, its end as the engine then told it"),
+	}), nil
+}
+
+// notLearnt logs that run a's end could not be learnt, why, and says it
+// for the result: nothing more starts.
+func (w *waiter) notLearnt(a attempt, err error) string {
+	logEvent(w.o.Stdout, "could not learn a run's end; nothing more runs", map[string]string{"container": a.Container, "error": err.Error()})
+	return fmt.Sprintf("the end of %s could not be learnt (%v): no more runs were started, as it may run on", a.Container, err)
+}
+
 // retryDelay is the pause before run n of the user container (n > 1):
 // retryBase before the second, doubled for each later one, at most
 // retryCap.
@@ -338,7 +401,7 @@ func (w *waiter) run(ctx context.Context, container, what string, started func(t
 	if started != nil {
 		started(sent)
 	}
-	r, err := w.follow(ctx, container, sent)
+	r, lost, err := w.follow(ctx, container, sent)
 	if err != nil {
 		return attempt{}, err
 	}
@@ -348,6 +411,7 @@ func (w *waiter) run(ctx context.Context, container, what string, started func(t
 	return ordered(attempt{
 		Container: container, Image: r.Image, Command: r.Command, ExitCode: r.ExitCode,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, LogTail: r.Output, LogNote: r.Note,
+		lost: lost, sent: sent,
 	}), nil
 }
 
@@ -374,32 +438,32 @@ const followPause = time.Second
 // Follow that fails (the engine restarting under it, say: the run itself
 // may go on) is asked again, the same run, until the engine settles it;
 // one that still fails followLost after the first failure is counted as
-// a failed run, with unfollowedExitCode and a note saying why. Its error
-// is ctx's alone.
-func (w *waiter) follow(ctx context.Context, container string, sent time.Time) (engine.Run, error) {
-	var lost time.Time
+// a failed run, with unfollowedExitCode and a note saying why, and
+// lost: it may run on. Its error is ctx's alone.
+func (w *waiter) follow(ctx context.Context, container string, sent time.Time) (r engine.Run, lost bool, err error) {
+	var lostAt time.Time
 	for {
 		r, err := w.eng.Follow(ctx, container, sent, w.LogTail, "")
 		switch {
 		case ctx.Err() != nil:
-			return r, ctx.Err()
+			return r, false, ctx.Err()
 		case err == nil:
-			return r, nil
+			return r, false, nil
 		case r.FinishedAt != "":
 			// The run ended; only its output could not be read.
 			r.Output, r.Note = []string{}, "no log tail: "+err.Error()
-			return r, nil
+			return r, false, nil
 		}
-		if lost.IsZero() {
-			lost = time.Now()
+		if lostAt.IsZero() {
+			lostAt = time.Now()
 			logEvent(w.o.Stdout, "could not follow a container; asking the engine again", map[string]string{"container": container, "error": err.Error()})
 		}
-		if time.Since(lost) >= followLost {
+		if time.Since(lostAt) >= followLost {
 			note := fmt.Sprintf("its end could not be followed: the engine did not say for %v (%v)", followLost, err)
-			return engine.Run{ExitCode: unfollowedExitCode, Image: w.imageOf(container), Note: note}, nil
+			return engine.Run{ExitCode: unfollowedExitCode, Image: w.imageOf(container), Note: note}, true, nil
 		}
 		if !engine.Sleep(ctx, min(followPause, followLost)) {
-			return r, ctx.Err()
+			return r, false, ctx.Err()
 		}
 	}
 }

@@ -65,9 +65,9 @@ type Engine struct {
 	// PullTakes is how long a pull takes, unless its ctx ends first.
 	PullTakes time.Duration
 	// Block makes ActionExited (key "ActionExited"), Follow (key
-	// "Follow <name>"), Start (key "Start <name>") or Remove (key
-	// "Remove <name>") wait until ctx ends, as a call to an engine that
-	// is gone and not back does.
+	// "Follow <name>"), Start (key "Start <name>"), Stop (key
+	// "Stop <name>") or Remove (key "Remove <name>") wait until ctx
+	// ends, as a call to an engine that is gone and not back does.
 	Block map[string]bool
 	// After makes a call wait, before it does anything, until another
 	// call has been made (key and value as Calls records them): it shows
@@ -534,6 +534,26 @@ func (e *Engine) Start(ctx context.Context, id string) error {
 		if _, ok := c.exitCode(); ok {
 			c.running = false // it ran, and has exited
 		}
+	}
+	return err
+}
+
+// Stop ends a container's run: one that runs until removed (Sleep) no
+// longer does; one that has exited, or never ran, is as it was.
+func (e *Engine) Stop(ctx context.Context, id string) error {
+	err, do := e.call("Stop", e.nameOf(id))
+	if e.Block["Stop "+e.nameOf(id)] {
+		<-ctx.Done()
+		return fmt.Errorf("stopping %s: %w", id, ctx.Err())
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.find(id)
+	if c == nil {
+		return fmt.Errorf("stopping %s: no such container", id)
+	}
+	if do && c.sleeps() {
+		c.command = nil // its run ends; Follow reads its exit
 	}
 	return err
 }
