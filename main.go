@@ -47,9 +47,9 @@ As an action, waitdaemon reads its settings from the environment:
 Every value is trimmed of surrounding spaces, and an empty one is the same as unset.
 Keywords (the pull policy, the engine, true or false) are read in any case; other
 values as written. No WAITDAEMON_ variable reaches the user container, nor do IMAGE
-and WAIT_SECONDS unless their alias is set; DOCKER_HOST and DOCKER_CONFIG do. A
-WAITDAEMON_ variable not listed here is bad input. The action's command is the user
-image's command.`
+and WAIT_SECONDS unless their alias is set; DOCKER_HOST, DOCKER_CONFIG,
+CONTAINERD_ADDRESS and CONTAINERD_NAMESPACE do. A WAITDAEMON_ variable not listed
+here is bad input. The action's command is the user image's command.`
 
 // globals is what every command gets from main.
 type globals struct {

@@ -46,10 +46,10 @@ func TestTemplateImages(t *testing.T) {
 func TestTemplateImagesRefuse(t *testing.T) {
 	const want = "ghcr.io/waitdaemon/waitdaemon:v0.1.0"
 	for ref, ok := range map[string]bool{
-		want:                                  true,
-		want + "@sha256:" + sixtyFour:         true,
-		want + "@sha256:abc":                  false,
-		"waitdaemon:latest":                   false,
+		want:                                   true,
+		want + "@sha256:" + sixtyFour:          true,
+		want + "@sha256:abc":                   false,
+		"waitdaemon:latest":                    false,
 		"ghcr.io/waitdaemon/waitdaemon:v0.0.9": false,
 		"registry.example:5000/waitdaemon:v1":  false,
 		"ghcr.io/waitdaemon/waitdaemon":        false,

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
@@ -78,27 +79,27 @@ type Variable struct {
 // WAITDAEMON_ variables all come from this list. An alias comes after
 // its plain name: when both are set, the alias wins.
 var Variables = []Variable{
-	{Name: inherit.Image.Plain, Help: "the image to run after the wait (required), as written: its name is lowercase", Example: "alpine:3.20", Required: true, field: func(in *Inputs) *string { return &in.Image }},
-	{Name: inherit.WaitSeconds.Plain, Help: fmt.Sprintf("whole seconds to wait after the action exits, 0 to %d (default %d)", MaxWaitSeconds, DefaultWaitSeconds), Example: "30", field: func(in *Inputs) *string { return &in.WaitSeconds }},
+	{Name: inherit.Image.Plain, Help: "the image to run after the wait, as written: its name is lowercase (required)", Example: "alpine:3.20", Required: true, field: func(in *Inputs) *string { return &in.Image }},
+	{Name: inherit.WaitSeconds.Plain, Help: fmt.Sprintf("whole seconds to wait before the run, 0 to %d, counted from the later of the action's exit and the worker's removal of the action, at most %d s after the exit (default %d)", MaxWaitSeconds, int(removalBound/time.Second), DefaultWaitSeconds), Example: "30", field: func(in *Inputs) *string { return &in.WaitSeconds }},
 	{Name: inherit.Image.Alias, Help: "alias of IMAGE; when set, IMAGE passes to the user container", Example: "busybox:1.36", field: func(in *Inputs) *string { return &in.Image }},
 	{Name: inherit.WaitSeconds.Alias, Help: "alias of WAIT_SECONDS; when set, WAIT_SECONDS passes to the user container", Example: "45", field: func(in *Inputs) *string { return &in.WaitSeconds }},
-	{Name: "WAITDAEMON_RETRIES", Help: fmt.Sprintf("re-runs of a user container that exits non-zero, 0 to %d (default 0)", MaxRetries), Example: "2", field: func(in *Inputs) *string { return &in.Retries }},
-	{Name: "WAITDAEMON_FALLBACK_COMMAND", Help: "JSON array run once when the user container and its retries failed", Example: `["reboot","-f"]`, field: func(in *Inputs) *string { return &in.FallbackCommand }},
-	{Name: "WAITDAEMON_FALLBACK_IMAGE", Help: "the fallback's image (default IMAGE)", Example: "busybox:1.36", field: func(in *Inputs) *string { return &in.FallbackImage }},
-	{Name: "WAITDAEMON_DOWN_WITHIN", Help: fmt.Sprintf("whole seconds, 1 to %d: a run that exits 0 succeeds only if the machine goes down within them; else it is a failed attempt (default unset)", MaxDownWithin), Example: "30", field: func(in *Inputs) *string { return &in.DownWithin }},
-	{Name: "WAITDAEMON_LOG_TAIL", Help: fmt.Sprintf("lines of the user container's output in the result, 0 to %d (default %d)", MaxLogTail, DefaultLogTail), Example: "50", field: func(in *Inputs) *string { return &in.LogTail }},
-	{Name: "WAITDAEMON_RESULT_FILE", Help: "absolute host path where the waiter writes the result as JSON, in a directory of its own (bound into the waiter), like /var/lib/waitdaemon/result.json", Example: "/var/lib/waitdaemon/result.json", field: func(in *Inputs) *string { return &in.ResultFile }},
-	{Name: "WAITDAEMON_RESULT_DEVICE", Help: "a block device, like /dev/sda1, that the waiter mounts for each write of the result (its file system's type found as mount(8) finds it); WAITDAEMON_RESULT_FILE is then a path on that file system", Example: "/dev/sda1", With: "WAITDAEMON_RESULT_FILE", field: func(in *Inputs) *string { return &in.ResultDevice }},
-	{Name: "WAITDAEMON_PULL_POLICY", Help: "if-not-present (default), always or never, in any case", Example: "always", Keyword: true, field: func(in *Inputs) *string { return &in.PullPolicy }},
+	{Name: "WAITDAEMON_RETRIES", Help: fmt.Sprintf("re-runs of the user container after a run that failed, 0 to %d, each a fresh container, after a pause of %d s doubling up to %d s. A run fails when it exits non-zero; when its start, or the make of its container, is refused (exit code 125, 126 or 127); when the waiter cannot follow it to its end; or when it exits 0 and, with WAITDAEMON_DOWN_WITHIN, the machine is still up that long after (default 0)", MaxRetries, int(retryBase/time.Second), int(retryCap/time.Second)), Example: "2", field: func(in *Inputs) *string { return &in.Retries }},
+	{Name: "WAITDAEMON_FALLBACK_COMMAND", Help: `a JSON array run once when every run of the user container failed, like ["reboot","-f"] (default none)`, Example: `["reboot","-f"]`, field: func(in *Inputs) *string { return &in.FallbackCommand }},
+	{Name: "WAITDAEMON_FALLBACK_IMAGE", Help: "the fallback's image; set alone, the fallback runs this image's default command (default IMAGE)", Example: "busybox:1.36", field: func(in *Inputs) *string { return &in.FallbackImage }},
+	{Name: "WAITDAEMON_DOWN_WITHIN", Help: fmt.Sprintf("whole seconds, 1 to %d: a run that exits 0 succeeds only if the machine goes down within them of its exit, else it fails, and is re-run as any failed run; needs pid: host and CAP_SYS_BOOT (default none)", MaxDownWithin), Example: "30", field: func(in *Inputs) *string { return &in.DownWithin }},
+	{Name: "WAITDAEMON_LOG_TAIL", Help: fmt.Sprintf("lines of each run's output kept in the result, 0 to %d (default %d)", MaxLogTail, DefaultLogTail), Example: "50", field: func(in *Inputs) *string { return &in.LogTail }},
+	{Name: "WAITDAEMON_RESULT_FILE", Help: "where the waiter writes the result as JSON, before each run and when the last has ended: an absolute host path in a directory of its own (bound into the waiter), like /var/lib/waitdaemon/result.json, or a path on WAITDAEMON_RESULT_DEVICE (default none)", Example: "/var/lib/waitdaemon/result.json", field: func(in *Inputs) *string { return &in.ResultFile }},
+	{Name: "WAITDAEMON_RESULT_DEVICE", Help: "a block device, like /dev/sda1, that the waiter mounts for each write of the result (its file system's type found as mount(8) finds it); WAITDAEMON_RESULT_FILE is then a path on that file system (default none)", Example: "/dev/sda1", With: "WAITDAEMON_RESULT_FILE", field: func(in *Inputs) *string { return &in.ResultDevice }},
+	{Name: "WAITDAEMON_PULL_POLICY", Help: "if-not-present, always or never, in any case (default if-not-present)", Example: "always", Keyword: true, field: func(in *Inputs) *string { return &in.PullPolicy }},
 	{Name: "WAITDAEMON_REGISTRY_USERNAME", Help: "user for the registry named in IMAGE", Example: "robot", With: "WAITDAEMON_REGISTRY_PASSWORD", field: func(in *Inputs) *string { return &in.RegistryUsername }},
-	{Name: "WAITDAEMON_REGISTRY_PASSWORD", Help: "its password (else DOCKER_CONFIG's config.json, default /root/.docker)", Example: "example-Secret-0", With: "WAITDAEMON_REGISTRY_USERNAME", field: func(in *Inputs) *string { return &in.RegistryPassword }},
-	{Name: "WAITDAEMON_DRY_RUN", Help: "true (or 1, yes; false, 0, no; in any case): print the whole plan, create nothing, exit 0", Example: "true", Keyword: true, field: func(in *Inputs) *string { return &in.DryRun }},
-	{Name: "WAITDAEMON_CONTAINER", Help: "this action container's ID or name, when detection cannot find it", Example: "tinkerbell_reboot_01JEXAMPLE", field: func(in *Inputs) *string { return &in.Container }},
-	{Name: "WAITDAEMON_VERBOSE", Help: "true (or 1, yes; false, 0, no; in any case): trace every exchange with the engine on stderr", Example: "true", Keyword: true},
-	{Name: "WAITDAEMON_ENGINE", Help: "docker or containerd, in any case (default: Docker if its socket is there, else containerd)", Example: "containerd", Keyword: true},
-	{Name: "DOCKER_HOST", Help: "Docker's socket, unix:///path (default unix:///var/run/docker.sock)", Example: "unix:///run/docker.sock"},
-	{Name: "CONTAINERD_ADDRESS", Help: "containerd's socket (default /run/containerd/containerd.sock)", Example: "/run/k3s/containerd/containerd.sock"},
-	{Name: "CONTAINERD_NAMESPACE", Help: "containerd's namespace (default: the action's, else tinkerbell)", Example: "k8s.io"},
+	{Name: "WAITDAEMON_REGISTRY_PASSWORD", Help: "its password; without the pair, the config.json in DOCKER_CONFIG, else in /root/.docker", Example: "example-Secret-0", With: "WAITDAEMON_REGISTRY_USERNAME", field: func(in *Inputs) *string { return &in.RegistryPassword }},
+	{Name: "WAITDAEMON_DRY_RUN", Help: "true (or 1, yes; false, 0, no; in any case): print the whole plan, create nothing, exit 0 (default false)", Example: "true", Keyword: true, field: func(in *Inputs) *string { return &in.DryRun }},
+	{Name: "WAITDAEMON_CONTAINER", Help: "this action container's ID or name, when detection cannot find it (default detected)", Example: "tinkerbell_reboot_01JEXAMPLE", field: func(in *Inputs) *string { return &in.Container }},
+	{Name: "WAITDAEMON_VERBOSE", Help: "true (or 1, yes; false, 0, no; in any case): trace every exchange with the engine on stderr (default false)", Example: "true", Keyword: true},
+	{Name: "WAITDAEMON_ENGINE", Help: "docker or containerd, in any case (default Docker if its socket is there, else containerd)", Example: "containerd", Keyword: true},
+	{Name: "DOCKER_HOST", Help: "Docker's socket, unix:///path (nothing else); it also reaches the user container (default unix:///var/run/docker.sock)", Example: "unix:///run/docker.sock"},
+	{Name: "CONTAINERD_ADDRESS", Help: "containerd's socket, a path or unix:///path; it also reaches the user container (default /run/containerd/containerd.sock)", Example: "/run/k3s/containerd/containerd.sock"},
+	{Name: "CONTAINERD_NAMESPACE", Help: "containerd's namespace; it also reaches the user container (default the action's, else tinkerbell)", Example: "k8s.io"},
 }
 
 // Input reports whether ReadInputs reads the variable; the others are
