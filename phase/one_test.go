@@ -274,19 +274,22 @@ func TestOneUndo(t *testing.T) {
 
 // TestOneResultFileAnswer: phase 1 reads the waiter's output until its
 // answer about the result file, whatever lines come first, and hands off
-// only on a yes.
+// only on a yes. A no is bad input, exit 2; a waiter that says nothing
+// (it ended, or 20 s passed) is the engine's or the waiter's failure,
+// exit 1, as settings.md's exit codes say.
 func TestOneResultFileAnswer(t *testing.T) {
 	writable := `{"msg":"` + msgResultWritable + `","result_file":"/run/waitdaemon-result/r.json"}`
 	cases := []struct {
-		name    string
-		says    []string
-		wantErr string // "" for a hand-off
+		name     string
+		says     []string
+		wantErr  string // "" for a hand-off
+		wantCode int    // the exit code main gives the error
 	}{
 		{name: "yes", says: []string{writable}},
 		{name: "yes after other lines", says: []string{`{"msg":"could not tell phase 1","error":"x"}`, "", "not json", writable}},
 		{name: "no, after a blank line", says: []string{"", `{"msg":"` + msgResultUnwritable + `","error":"read-only file system"}`, writable},
-			wantErr: "a file the waiter can write on the host (read-only file system)"},
-		{name: "silence", says: []string{`{"msg":"something else"}`}, wantErr: "the waiter did not say whether it can write WAITDAEMON_RESULT_FILE=\"/r/r.json\": it ended without a word"},
+			wantErr: "a file the waiter can write on the host (read-only file system)", wantCode: engine.ExitInput},
+		{name: "silence", says: []string{`{"msg":"something else"}`}, wantErr: "the waiter did not say whether it can write WAITDAEMON_RESULT_FILE=\"/r/r.json\": it ended without a word", wantCode: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -295,6 +298,17 @@ func TestOneResultFileAnswer(t *testing.T) {
 			_, _, err := phaseOne(t, eng, "IMAGE=reboot:1", "WAITDAEMON_RESULT_FILE=/r/r.json")
 			if got := fmt.Sprint(err); (tc.wantErr == "") != (err == nil) || !strings.Contains(got, tc.wantErr) {
 				t.Errorf("phase 1: %v, want %q", err, tc.wantErr)
+			}
+			if err == nil {
+				return
+			}
+			code := 1 // main's exit code for an error that names none
+			var coded interface{ ExitCode() int }
+			if errors.As(err, &coded) {
+				code = coded.ExitCode()
+			}
+			if code != tc.wantCode {
+				t.Errorf("phase 1's error %q exits %d; want %d", err, code, tc.wantCode)
 			}
 		})
 	}
