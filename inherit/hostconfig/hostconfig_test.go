@@ -558,8 +558,9 @@ func TestPlanLeavesEngineMade(t *testing.T) {
 }
 
 // TestPlanEnvControl: no WAITDAEMON_ variable reaches the user container,
-// nor IMAGE and WAIT_SECONDS unless their alias is set; DOCKER_HOST and
-// DOCKER_CONFIG do (README, Settings).
+// nor IMAGE and WAIT_SECONDS unless their alias is set; DOCKER_HOST,
+// DOCKER_CONFIG, CONTAINERD_ADDRESS and CONTAINERD_NAMESPACE do
+// (settings.md, how-it-works.md).
 func TestPlanEnvControl(t *testing.T) {
 	cases := []struct {
 		env, want []string
@@ -568,6 +569,8 @@ func TestPlanEnvControl(t *testing.T) {
 			[]string{"DOCKER_HOST=unix:///x.sock", "DOCKER_CONFIG=/cfg", "A=1"}},
 		{[]string{"WAITDAEMON_IMAGE=a", "IMAGE=mine", "WAITDAEMON_WAIT_SECONDS=3", "WAIT_SECONDS=also"}, []string{"IMAGE=mine", "WAIT_SECONDS=also"}},
 		{[]string{"WAITDAEMON_IMAGE=a", "IMAGE=mine", "WAIT_SECONDS=3"}, []string{"IMAGE=mine"}},
+		// containerd's variables too, as the action had them.
+		{[]string{"IMAGE=a", "CONTAINERD_ADDRESS=/x.sock", "WAITDAEMON_ENGINE=docker", "CONTAINERD_NAMESPACE=ns"}, []string{"CONTAINERD_ADDRESS=/x.sock", "CONTAINERD_NAMESPACE=ns"}},
 		// An alias set empty is none: the plain names stay waitdaemon's.
 		{[]string{"WAITDAEMON_IMAGE=", "IMAGE=a", "WAITDAEMON_WAIT_SECONDS= ", "WAIT_SECONDS=3", "A=1"}, []string{"A=1"}},
 	}

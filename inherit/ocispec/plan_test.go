@@ -431,6 +431,9 @@ func TestPlanEnv(t *testing.T) {
 		// README, Settings: DOCKER_HOST reaches the user container; no
 		// WAITDAEMON_ variable does.
 		{"DOCKER_HOST and DOCKER_CONFIG stay", []string{path, "DOCKER_HOST=unix:///x.sock", "WAITDAEMON_RETRIES=1", "DOCKER_CONFIG=/cfg"}, []string{path}, []string{"PATH=/bin"}, []string{"PATH=/bin", "DOCKER_HOST=unix:///x.sock", "DOCKER_CONFIG=/cfg"}},
+		// how-it-works.md, the user container: the engine's variables,
+		// which waitdaemon reads too, reach it as the action had them.
+		{"CONTAINERD_ADDRESS and CONTAINERD_NAMESPACE stay", []string{path, "CONTAINERD_ADDRESS=/run/k3s/containerd/containerd.sock", "WAITDAEMON_ENGINE=containerd", "CONTAINERD_NAMESPACE=k8s.io"}, []string{path}, []string{"PATH=/bin"}, []string{"PATH=/bin", "CONTAINERD_ADDRESS=/run/k3s/containerd/containerd.sock", "CONTAINERD_NAMESPACE=k8s.io"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
