@@ -110,8 +110,8 @@ probe-image:
 # images: phase 1 against each engine's own floor.
 DOCKER_SOCKETS = /run/docker29/docker.sock /run/docker28/docker.sock /run/docker26/docker.sock
 CONTAINERD_SOCKET = /run/containerd-test/containerd.sock
-WAITDAEMON_CACHE ?= /var/cache/waitdaemon
-CTR = $(WAITDAEMON_CACHE)/containerd-v2.2.1/ctr
+ENGINES_CACHE ?= /var/cache/waitdaemon
+CTR = $(ENGINES_CACHE)/containerd-v2.2.1/ctr
 bench: engine docker29 docker28 docker26 containerd build image probe-image
 	go run ./bench -image $(IMAGE) -probe $(PROBE_IMAGE)
 	for sock in $(DOCKER_SOCKETS); do \

@@ -23,10 +23,11 @@ import (
 )
 
 // The test containerd (`make containerd`) and its ctr, in the cache
-// scripts/containerd.sh builds it into (WAITDAEMON_CACHE).
+// scripts/containerd.sh builds it into (ENGINES_CACHE: no WAITDAEMON_
+// name, which an action would refuse as a variable it does not know).
 const containerdSocket = "/run/containerd-test/containerd.sock"
 
-var ctrBinary = filepath.Join(cmp.Or(os.Getenv("WAITDAEMON_CACHE"), "/var/cache/waitdaemon"), "containerd-v2.2.1", "ctr")
+var ctrBinary = filepath.Join(cmp.Or(os.Getenv("ENGINES_CACHE"), "/var/cache/waitdaemon"), "containerd-v2.2.1", "ctr")
 
 // containerdNS is the namespace the tests run actions in on the test
 // containerd: tink-agent's, tinkerbell, under the default tag, and

@@ -15,7 +15,7 @@
 set -euo pipefail
 
 VERSION=v2.2.1
-DIR=${CONTAINERD_DIR:-${WAITDAEMON_CACHE:-/var/cache/waitdaemon}/containerd-$VERSION}
+DIR=${CONTAINERD_DIR:-${ENGINES_CACHE:-/var/cache/waitdaemon}/containerd-$VERSION}
 ROOT=/var/lib/containerd-test
 STATE=/run/containerd-test
 SOCK=$STATE/containerd.sock

@@ -10,7 +10,7 @@ WAIT=${WAIT_SECONDS:-3}
 # made as tink-agent makes it, by tools/demo-containerd.
 if [ "${ENGINE:-docker}" = containerd ]; then
 	SOCK=${CONTAINERD_SOCKET:-/run/containerd-test/containerd.sock}
-	CTR=${CTR:-${WAITDAEMON_CACHE:-/var/cache/waitdaemon}/containerd-v2.2.1/ctr}
+	CTR=${CTR:-${ENGINES_CACHE:-/var/cache/waitdaemon}/containerd-v2.2.1/ctr}
 	docker save "$IMAGE" "$PROBE_IMAGE" | "$CTR" -a "$SOCK" -n tinkerbell images import - >/dev/null
 	exec go run ./tools/demo-containerd -image "$IMAGE" -probe "$PROBE_IMAGE" -socket "$SOCK" -wait "$WAIT"
 fi

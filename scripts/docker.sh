@@ -50,7 +50,7 @@ set -euo pipefail
 
 engine=${1:-}
 action=${2:-start}
-cache=${WAITDAEMON_CACHE:-/var/cache/waitdaemon}
+cache=${ENGINES_CACHE:-/var/cache/waitdaemon}
 
 case $engine in
 29)

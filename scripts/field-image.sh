@@ -41,7 +41,7 @@ set -euo pipefail
 
 os=${1:-}
 self=$(readlink -f "$0")
-cache=${WAITDAEMON_CACHE:-/var/cache/waitdaemon}
+cache=${ENGINES_CACHE:-/var/cache/waitdaemon}
 mirror=${FIELD_MIRROR:-http://deb.debian.org/debian}
 registry=registry.waitdaemon.test:5017
 guestfwd=10.0.2.100

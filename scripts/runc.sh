@@ -12,7 +12,7 @@
 set -euo pipefail
 
 version=${1:-v1.4.0}
-dir=${WAITDAEMON_CACHE:-/var/cache/waitdaemon}/runc-$version
+dir=${ENGINES_CACHE:-/var/cache/waitdaemon}/runc-$version
 say() { echo "runc: $*" >&2; }
 
 if [ ! -x "$dir/runc" ]; then
