@@ -94,8 +94,13 @@ func TestTinkagentTool(t *testing.T) {
 			}
 			out := t.TempDir()
 			tmpl := readmeTemplate(t, tc.heading)
+			// The action's image, whichever the README names.
+			actionLine := regexp.MustCompile(`\n  image: \S+\n`)
+			if !actionLine.MatchString(tmpl) {
+				t.Fatalf("the README's template names no action image:\n%s", tmpl)
+			}
+			tmpl = actionLine.ReplaceAllLiteralString(tmpl, "\n  image: "+image+"\n")
 			for _, r := range [][2]string{
-				{"image: waitdaemon:latest", "image: " + image},
 				{"WAIT_SECONDS: 10", "WAIT_SECONDS: 1\n    PROBE_DIR: /out\n    PROBE_NAME: tool"},
 				// The probe exits 0 and the host stays up: the fallback
 				// follows the wait, 5 s here, after the probe has reported.
