@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"strconv"
 	"testing"
 
@@ -42,7 +43,7 @@ func (c conformanceRow) Action(t *testing.T) engine.Self {
 	case dockerRig:
 		name := "tinkerbell_conformance_" + randomHex(8) + "_e2e"
 		body := dockerapi.CreateRequest{
-			Config:     dockerapi.Config{Image: probeImage, Cmd: sleeping},
+			Config:     dockerapi.Config{Image: probeImage, Cmd: sleeping, Env: conformance.ActionEnv},
 			HostConfig: dockerapi.HostConfig{Binds: []string{r.c.SocketPath() + ":/var/run/docker.sock"}},
 		}
 		created, err := r.c.ContainerCreate(ctx, name, body)
@@ -55,7 +56,7 @@ func (c conformanceRow) Action(t *testing.T) engine.Self {
 		}
 		id = created.ID
 	case containerdRig:
-		a := cdAgentAction("tinkerbell_conformance_"+randomHex(8)+"_e2e", sleeping, nil, [][2]string{{containerdSocket, "/run/containerd/containerd.sock"}}, "", "")
+		a := cdAgentAction("tinkerbell_conformance_"+randomHex(8)+"_e2e", sleeping, conformance.ActionEnv, [][2]string{{containerdSocket, "/run/containerd/containerd.sock"}}, "", "")
 		a.Image = "docker.io/library/" + probeImage
 		ctr := r.create(t, ctx, a)
 		if err := ctr.Start(ctx); err != nil {
@@ -70,6 +71,33 @@ func (c conformanceRow) Action(t *testing.T) engine.Self {
 		t.Fatalf("inspecting the action: %v", err)
 	}
 	return self
+}
+
+// Env is the environment container id was made with: on Docker its
+// inspect's, on containerd its spec's.
+func (c conformanceRow) Env(t *testing.T, id string) []string {
+	t.Helper()
+	ctx := testCtx(t)
+	switch r := c.r.(type) {
+	case dockerRig:
+		ctr, err := r.c.ContainerInspect(ctx, id)
+		if err != nil {
+			t.Fatalf("inspecting %s: %v", id, err)
+		}
+		return ctr.Config.Env
+	case containerdRig:
+		ctr, err := r.c.ContainerGet(ctx, id)
+		if err != nil {
+			t.Fatalf("getting %s: %v", id, err)
+		}
+		var spec struct{ Process struct{ Env []string } }
+		if err := json.Unmarshal(ctr.Spec.Value, &spec); err != nil {
+			t.Fatalf("the spec of %s: %v", id, err)
+		}
+		return spec.Process.Env
+	}
+	t.Fatalf("no environment for rig %T", c.r)
+	return nil
 }
 
 // Images are the probe, the probe with an entrypoint that is not there,

@@ -22,6 +22,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
+	"github.com/waitdaemon/waitdaemon/internal/linediff"
 )
 
 // Row is what the suite needs of an engine that only the engine's tests
@@ -30,9 +31,13 @@ type Row interface {
 	// Engine is the engine under test.
 	Engine() engine.Engine
 	// Action makes a container that plays the action, running, as the
-	// engine's worker or agent makes one, with its socket bound in, and
-	// returns it as the engine inspects it. It goes when the test ends.
+	// engine's worker or agent makes one, with its socket bound in and
+	// ActionEnv in its environment, and returns it as the engine inspects
+	// it. It goes when the test ends.
 	Action(t *testing.T) engine.Self
+	// Env is the environment container id was made with, as the engine
+	// records it: not what the runtime adds to its process at a start.
+	Env(t *testing.T, id string) []string
 	// Images are the images the suite plans containers of.
 	Images(t *testing.T) Images
 	// Program is the command, for Images.Run, of a container that exits
@@ -48,6 +53,18 @@ type Row interface {
 	// can; the suite calls the method a second time either way.
 	Lose(method, name string) bool
 }
+
+// ActionEnv is in the action's environment: waitdaemon's control
+// variables by their aliases, so that the plain IMAGE and WAIT_SECONDS
+// are the user's, and reach the user container (UserEnv), and a variable
+// of the user's.
+var ActionEnv = []string{
+	"WAITDAEMON_IMAGE=waitdaemon-conformance-absent:1", "WAITDAEMON_WAIT_SECONDS=5",
+	"IMAGE=the-users-own", "WAIT_SECONDS=the-users-own-too", "CONFORMANCE_USER_VAR=1",
+}
+
+// UserEnv is what of ActionEnv a container planned from the action has.
+var UserEnv = []string{"IMAGE=the-users-own", "WAIT_SECONDS=the-users-own-too", "CONFORMANCE_USER_VAR=1"}
 
 // Forever is Program's code of a container that runs until removed.
 const Forever = -1
@@ -265,9 +282,11 @@ func (s *suite) reRun() {
 }
 
 // again: Again makes, from a container that ran and changed its file
-// system, a fresh container, not started, with its labels, that runs its
-// command from its image: it does not see what the first's run left. A
-// call made again, as after a lost answer, adopts the container made.
+// system, a fresh container, not started, with its labels and its
+// environment, byte for byte (the user's plain IMAGE and WAIT_SECONDS
+// too), that runs its command from its image: it does not see what the
+// first's run left. A call made again, as after a lost answer, adopts the
+// container made.
 func (s *suite) again() {
 	self := s.row.Action(s.t)
 	spec := s.plan(self, "user", s.row.Images(s.t).Run, s.row.Mkdir("/made-by-a-run", 3))
@@ -299,6 +318,15 @@ func (s *suite) again() {
 		if c.ID == id && (c.Name != name || c.Ran || c.Running || c.Labels[Label] != s.value || c.Labels[Label+".role"] != "user") {
 			s.t.Errorf("List: %+v; want it named %s, labelled as the first, never ran", c, name)
 		}
+	}
+	firstEnv := s.row.Env(s.t, first)
+	for _, kv := range UserEnv {
+		if !slices.Contains(firstEnv, kv) {
+			s.t.Errorf("the first container's environment lacks %s, which the action passes on: %q", kv, firstEnv)
+		}
+	}
+	if diff := linediff.Lines(firstEnv, s.row.Env(s.t, id)); diff != "" {
+		s.t.Errorf("the environment of the container Again made is not the first's (-first +again):\n%s", diff)
 	}
 	if r := s.run(id, ""); r.ExitCode != 3 {
 		s.t.Errorf("the run of the container Again made exited %d, want 3 as the first (%d: it found what the first's run made)\n%q", r.ExitCode, MkdirExists, r.Output)

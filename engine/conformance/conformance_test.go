@@ -17,7 +17,7 @@ type fakeRow struct{ eng *fake.Engine }
 
 func (r *fakeRow) Engine() engine.Engine {
 	r.eng = &fake.Engine{
-		Action:  engine.Self{ID: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Name: "action", FoundBy: "cgroup"},
+		Action:  engine.Self{ID: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Name: "action", FoundBy: "cgroup", Env: conformance.ActionEnv},
 		Images:  map[string]bool{"probe:1": true, "nostart:1": true},
 		Broken:  map[string]bool{"nostart:1": true},
 		Missing: map[string]bool{conformance.MissingDir: true},
@@ -27,6 +27,8 @@ func (r *fakeRow) Engine() engine.Engine {
 }
 
 func (r *fakeRow) Action(*testing.T) engine.Self { return r.eng.Action }
+
+func (r *fakeRow) Env(_ *testing.T, id string) []string { return r.eng.Env(id) }
 
 func (r *fakeRow) Images(t *testing.T) conformance.Images {
 	ref := func(s string) imageref.Ref {

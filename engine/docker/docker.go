@@ -388,7 +388,9 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 // Again creates container name as first was created: planned from first,
 // as inspected, for first's image, by the rules that planned first from
 // the action, which carry what first was given and nothing of what its
-// runs did. Called again, Create adopts it.
+// runs did, and its environment whole (control variables are not
+// stripped twice: those first has are the user's). Called again, Create
+// adopts it.
 func (e *Engine) Again(ctx context.Context, first, name string) (string, error) {
 	ctr, err := e.C.ContainerInspect(ctx, first)
 	if err != nil {
@@ -406,7 +408,7 @@ func (e *Engine) Again(ctx context.Context, first, name string) (string, error) 
 	if img.Config != nil {
 		cfg = *img.Config
 	}
-	out := hostconfig.Plan(hostconfig.Input{Container: ctr, Image: cfg, UserImage: ctr.Config.Image, APIVersion: version})
+	out := hostconfig.Plan(hostconfig.Input{Container: ctr, Image: cfg, UserImage: ctr.Config.Image, APIVersion: version, Again: true})
 	return e.Create(ctx, engine.Spec{Name: name, Create: &planned{CreateRequest: out.Create, connect: out.Connect}})
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
+	"github.com/waitdaemon/waitdaemon/inherit"
 )
 
 // Engine is the fake. Set its fields before use; read Calls after.
@@ -109,12 +110,16 @@ type container struct {
 	code  int
 	said  string
 	files map[string]bool // the directories its runs made
+	env   []string        // its environment, as Plan gave it
 }
 
 // Planned is the create request the fake plans: what the phases asked.
 type Planned struct {
 	Want   *engine.Want   `json:",omitempty"`
 	Waiter *engine.Waiter `json:",omitempty"`
+	// Env is the environment of a container planned from the action:
+	// the action's, less waitdaemon's control variables.
+	Env []string `json:",omitempty"`
 }
 
 // Exit is the command of a container that says "exiting CODE" last and
@@ -427,11 +432,18 @@ func (e *Engine) Pull(ctx context.Context, ref imageref.Ref, auth *engine.Auth, 
 	return err
 }
 
-func (e *Engine) Plan(_ context.Context, _ engine.Self, want engine.Want) (engine.Spec, error) {
+func (e *Engine) Plan(_ context.Context, self engine.Self, want engine.Want) (engine.Spec, error) {
 	if err, _ := e.call("Plan", want.Name); err != nil {
 		return engine.Spec{}, err
 	}
-	return engine.Spec{Name: want.Name, Create: &Planned{Want: &want}}, nil
+	var env []string
+	control := inherit.Control(self.Env)
+	for _, kv := range self.Env {
+		if name, _, _ := strings.Cut(kv, "="); !control[name] {
+			env = append(env, kv)
+		}
+	}
+	return engine.Spec{Name: want.Name, Create: &Planned{Want: &want, Env: env}}, nil
 }
 
 func (e *Engine) PlanWaiter(_ engine.Self, want engine.Waiter) engine.Spec {
@@ -449,9 +461,10 @@ func (e *Engine) Create(_ context.Context, spec engine.Spec) (string, error) {
 	c := &container{name: spec.Name, create: spec.Create, line: spec.Name}
 	if p.Want != nil {
 		labels = p.Want.Labels
-		c.image, c.command = p.Want.Image.String(), p.Want.Command
+		c.image, c.command, c.env = p.Want.Image.String(), p.Want.Command, p.Env
 	} else if p.Waiter != nil {
 		labels = p.Waiter.Labels
+		c.env = p.Waiter.Env
 		if b := p.Waiter.Bind; e.Missing[b.Host] {
 			return "", &engine.MissingSourceError{Source: b.Host, Target: b.Container,
 				Err: fmt.Errorf("creating %s: bind source path does not exist: %s", spec.Name, b.Host)}
@@ -503,13 +516,24 @@ func (e *Engine) Again(_ context.Context, first, name string) (string, error) {
 	}
 	c := &container{
 		id: e.newID(), name: name, labels: maps.Clone(f.labels), create: f.create,
-		image: f.image, command: f.command, line: f.line,
+		image: f.image, command: f.command, line: f.line, env: slices.Clone(f.env),
 	}
 	e.containers[c.id] = c
 	if err != nil {
 		return "", err
 	}
 	return c.id, nil
+}
+
+// Env is the environment container ref (a name or an ID) was made with;
+// nil for one that is not there.
+func (e *Engine) Env(ref string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c := e.find(ref); c != nil {
+		return slices.Clone(c.env)
+	}
+	return nil
 }
 
 func (e *Engine) Start(ctx context.Context, id string) error {

@@ -35,6 +35,14 @@ type Input struct {
 	// that waitdaemon reads its credentials from. One that a bind or
 	// volume of a parent reaches is hidden under an empty tmpfs.
 	Withhold []string
+	// Again: Container is a user container this package planned, planned
+	// again for another run of it. Its environment is then the user's
+	// already, whole: it travels as it is, the user's own IMAGE and
+	// WAIT_SECONDS too (its action had their aliases set), and the user
+	// image's entries too, where they are, which the engine would
+	// otherwise add again after the others. Only what Podman adds by
+	// itself is left out, as it adds it again.
+	Again bool
 }
 
 // Output is the plan: a create request, and the networks to connect after
@@ -59,6 +67,9 @@ func Plan(in Input) Output {
 		Env:         userEnv(c.Config.Env, img.Env, podman, c.Config.Hostname),
 		Labels:      userLabels(c.Config.Labels, img.Labels),
 		StopTimeout: c.Config.StopTimeout,
+	}
+	if in.Again {
+		cfg.Env = againEnv(c.Config.Env, podman, c.Config.Hostname)
 	}
 	cfg.Cmd, cfg.Entrypoint = command(c.Config, img)
 	cfg.User = differs(c.Config.User, img.User, nil)
@@ -213,6 +224,18 @@ func userEnv(env, imageEnv []string, podman bool, hostname string) []string {
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
 		if !control[name] && !slices.Contains(imageEnv, kv) && !(podman && podmanAdded(kv, hostname)) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// againEnv is a planned container's environment, for the same again:
+// whole, but for what Podman added by itself.
+func againEnv(env []string, podman bool, hostname string) []string {
+	var out []string
+	for _, kv := range env {
+		if !(podman && podmanAdded(kv, hostname)) {
 			out = append(out, kv)
 		}
 	}

@@ -580,6 +580,27 @@ func TestPlanEnvControl(t *testing.T) {
 	}
 }
 
+// TestPlanAgainEnv: a user container planned again (a re-run) keeps its
+// environment whole and in its order: the user's own IMAGE and
+// WAIT_SECONDS, an entry its image gave, and one the operator set the
+// same as its image's; only what Podman added goes, as Podman adds it
+// again.
+func TestPlanAgainEnv(t *testing.T) {
+	img := dockerapi.Config{Env: []string{"PATH=/usr/bin", "LANG=C"}}
+	cases := []struct {
+		env, want []string
+	}{
+		{[]string{"IMAGE=mine", "WAIT_SECONDS=also", "LANG=C", "A=1", "PATH=/usr/bin"},
+			[]string{"IMAGE=mine", "WAIT_SECONDS=also", "LANG=C", "A=1", "PATH=/usr/bin"}},
+		{[]string{"container=podman", "IMAGE=mine", "HOSTNAME=0123456789ab", "TERM=xterm", "PATH=/usr/bin"},
+			[]string{"IMAGE=mine", "PATH=/usr/bin"}},
+	}
+	for _, tc := range cases {
+		c := dockerapi.Container{Config: dockerapi.Config{Env: tc.env, Hostname: "0123456789ab"}}
+		is(t, fmt.Sprintf("Env again from %q", tc.env), Plan(Input{Container: c, Image: img, Again: true}).Create.Env, tc.want)
+	}
+}
+
 // fuzzImage is the recorded config of an image shaped like waitdaemon's.
 var fuzzImage = dockerapi.Config{
 	Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
