@@ -11,7 +11,9 @@ import (
 // exit 2, naming what to set, and leaves nothing: one without the host's
 // pid namespace (no `pid: host`), in a real run and in a dry run, and one
 // without CAP_SYS_BOOT (Docker: not privileged, SYS_BOOT not added;
-// containerd: the capabilities of a spec that is not privileged).
+// containerd: the capabilities of a spec that is not privileged); and,
+// from a privileged action, one whose user container, made, runs as its
+// image's USER, not root, which has no capability after its exec.
 func TestDownRunRefused(t *testing.T) {
 	onEngines(t, func(t *testing.T, e rig) {
 		env := func(dry string) map[string]string {
@@ -44,6 +46,19 @@ func TestDownRunRefused(t *testing.T) {
 				t.Fatalf("no unprivileged action for %T", e)
 			}
 			check(t, r, `WAITDAEMON_DOWN_WITHIN="30": expected an action that holds CAP_SYS_BOOT, to take the machine down`)
+		})
+		t.Run("the user image's USER not root", func(t *testing.T) {
+			buildUserImages(t)
+			if _, ok := e.(containerdRig); ok {
+				importImages(t, probeUIDImage)
+			}
+			env := env("false")
+			env["IMAGE"] = probeUIDImage
+			r := e.run(t, tinkAgent, action{name: "e2e down not root", command: []string{"reboot"}, pid: "host", env: env})
+			check(t, r, `WAITDAEMON_DOWN_WITHIN="30": expected a user container that runs as root, to take the machine down: `)
+			if want := "(" + probeUIDImage + `) runs as user "65532`; !strings.Contains(r.Logs, want) {
+				t.Errorf("output:\n%s\nwant it to name the image and its user: %q", r.Logs, want)
+			}
 		})
 	})
 }

@@ -141,8 +141,14 @@ type Self struct {
 	// container planned from it (inheritance keeps it).
 	HostPID bool
 	// CanBoot: its process holds CAP_SYS_BOOT, which reboot(2) needs,
-	// and so does a container planned from it.
+	// and so does a container planned from it that runs as the same
+	// user: a process other than root has no effective capabilities
+	// after its exec, unless they are ambient.
 	CanBoot bool
+	// User is who its process runs as, the engine's record of it for
+	// messages (Docker's USER, containerd's uid:gid; "" is root): see
+	// inherit.Root.
+	User string
 	// Detail is the engine's own record of the container. Only the
 	// engine that made it reads it.
 	Detail any

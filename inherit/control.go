@@ -1,6 +1,18 @@
 package inherit
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
+
+// Root reports whether a container's user, as an engine records it
+// (Docker's USER, containerd's uid:gid), is root: none, or uid 0 by
+// number or by name, in any group.
+func Root(user string) bool {
+	u, _, _ := strings.Cut(user, ":")
+	n, err := strconv.Atoi(u)
+	return u == "" || u == "root" || err == nil && n == 0
+}
 
 // Prefix starts the name of every variable of waitdaemon's own. None of
 // them reaches the user container.

@@ -60,3 +60,14 @@ func TestControl(t *testing.T) {
 		})
 	}
 }
+
+// TestRoot: root is no user, root by name, or uid 0 however written, in
+// any group; any other name or number is not.
+func TestRoot(t *testing.T) {
+	for user, want := range map[string]bool{"": true, "root": true, "0": true, "00": true, "0:0": true, "root:wheel": true, ":5": true,
+		"1000": false, "0123": false, "nobody": false, "toor:0": false, "1000:0": false} {
+		if got := Root(user); got != want {
+			t.Errorf("Root(%q) = %v, want %v", user, got, want)
+		}
+	}
+}

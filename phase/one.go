@@ -164,11 +164,13 @@ func reachSelf(ctx context.Context, eng engine.Engine, s Settings) (engine.Self,
 }
 
 // canGoDown refuses a run that must take the machine down
-// (WAITDAEMON_DOWN_WITHIN) where neither the user container nor the
-// fallback could, as planned from the action: outside the host's pid
+// (WAITDAEMON_DOWN_WITHIN) from an action whose user container and
+// fallback, planned from it, could not: outside the host's pid
 // namespace, or without CAP_SYS_BOOT. Such a run would exit 0, the
 // workflow read success, and the machine stay up: no retry or fallback
-// helps, as they have the same settings.
+// helps, as they have the same settings. It is checked before anything
+// is made; what the two containers run as is checked once they are made
+// (madeCanGoDown).
 func canGoDown(s Settings, self engine.Self) error {
 	if s.DownWithin == 0 {
 		return nil
@@ -178,9 +180,53 @@ func canGoDown(s Settings, self engine.Self) error {
 	case !self.HostPID:
 		return bad("WAITDAEMON_DOWN_WITHIN", v, "an action that shares the host's pid namespace, to take the machine down: set `pid: host` on the action (every Tinkerbell release reads it; namespaces.pid only v0.25 and later). "+
 			"The user container and the fallback have the action's; in a pid namespace of their own, kill 1 signals their own init, reboot -f ends only that namespace and a kexec fails with EINVAL")
+	case !self.CanBoot && !inherit.Root(self.User):
+		return bad("WAITDAEMON_DOWN_WITHIN", v, fmt.Sprintf("an action that runs as root, to take the machine down: it runs as user %q, which the user container and the fallback then run as, "+
+			"and a process other than root has no effective capabilities after its exec, so reboot(2) fails with EPERM (reboot -f, poweroff -f, a kexec). Run the action as root", self.User))
 	case !self.CanBoot:
 		return bad("WAITDAEMON_DOWN_WITHIN", v, "an action that holds CAP_SYS_BOOT, to take the machine down: make it privileged, as Tinkerbell's workers do, or add SYS_BOOT to its capabilities, in the host's user namespace. "+
 			"The user container and the fallback have the action's capabilities; without CAP_SYS_BOOT, reboot(2) fails (reboot -f, poweroff -f, a kexec)")
+	}
+	return nil
+}
+
+// madeCanGoDown refuses a run that must take the machine down where the
+// user container or the fallback, as the engine made them, cannot: each
+// runs as its image's USER where the action set no user of its own, and
+// a process other than root has no effective capabilities after its
+// exec. What a container runs as is known once it is made: Docker gives
+// it its image's USER at the create, containerd's plan reads the image,
+// pulled or not.
+func (h *Handoff) madeCanGoDown(ctx context.Context, eng engine.Engine, s Settings) error {
+	if s.DownWithin == 0 {
+		return nil
+	}
+	v := strconv.Itoa(s.DownWithin)
+	made := []struct {
+		role, image string
+		spec        *engine.Spec
+	}{{RoleUser, s.Image.String(), &h.User}}
+	if h.Fallback != nil {
+		made = append(made, struct {
+			role, image string
+			spec        *engine.Spec
+		}{RoleFallback, s.FallbackImage.String(), h.Fallback})
+	}
+	for _, m := range made {
+		c, err := eng.Inspect(ctx, m.spec.ID)
+		if err != nil {
+			return fmt.Errorf("reading the %s container as made, for WAITDAEMON_DOWN_WITHIN: %w", m.role, err)
+		}
+		what := fmt.Sprintf("%s (%s)", m.spec.Name, m.image)
+		switch {
+		case !c.HostPID:
+			return bad("WAITDAEMON_DOWN_WITHIN", v, fmt.Sprintf("a %s container that shares the host's pid namespace, to take the machine down: %s has a pid namespace of its own. Set `pid: host` on the action", m.role, what))
+		case !c.CanBoot && !inherit.Root(c.User):
+			return bad("WAITDAEMON_DOWN_WITHIN", v, fmt.Sprintf("a %s container that runs as root, to take the machine down: %s runs as user %q, its image's USER where the action sets no user; "+
+				"a process other than root has no effective capabilities after its exec, so reboot(2) fails with EPERM (reboot -f, poweroff -f, a kexec). Use an image that runs as root (USER root or 0, or none)", m.role, what, c.User))
+		case !c.CanBoot:
+			return bad("WAITDAEMON_DOWN_WITHIN", v, fmt.Sprintf("a %s container that holds CAP_SYS_BOOT, to take the machine down: %s does not. Make the action privileged, or add SYS_BOOT to its capabilities", m.role, what))
+		}
 	}
 	return nil
 }
@@ -356,7 +402,7 @@ func (h *Handoff) createUser(ctx, pulls context.Context, eng engine.Engine, s Se
 		}
 		spec.ID = id
 	}
-	return nil
+	return h.madeCanGoDown(ctx, eng, s)
 }
 
 // createWaiter creates the waiter and starts it.

@@ -208,13 +208,15 @@ func toSelf(ctr containerdapi.Container, foundBy string) (engine.Self, error) {
 		return engine.Self{}, fmt.Errorf("reading the spec of container %s: %w", ctr.ID, err)
 	}
 	var env []string
+	user := ""
 	if spec.Process != nil {
 		env = spec.Process.Env
+		user = fmt.Sprintf("%d:%d", spec.Process.User.UID, spec.Process.User.GID)
 	}
 	return engine.Self{
 		ID: ctr.ID, Name: cmp.Or(ctr.Labels[labelNerdctlName], ctr.Labels[LabelName], ctr.ID), FoundBy: foundBy,
 		Env: env, Detail: &self{ctr: ctr, spec: spec},
-		HostPID: ocispec.HostPID(spec), CanBoot: ocispec.CanBoot(spec),
+		HostPID: ocispec.HostPID(spec), CanBoot: ocispec.CanBoot(spec), User: user,
 	}, nil
 }
 

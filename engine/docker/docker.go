@@ -27,6 +27,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
+	"github.com/waitdaemon/waitdaemon/inherit"
 	"github.com/waitdaemon/waitdaemon/inherit/hostconfig"
 	"github.com/waitdaemon/waitdaemon/selfid"
 )
@@ -226,8 +227,10 @@ func (e *Engine) Inspect(ctx context.Context, container string) (engine.Self, er
 func toSelf(ctr dockerapi.Container, foundBy string) engine.Self {
 	return engine.Self{
 		ID: ctr.ID, Name: strings.TrimPrefix(ctr.Name, "/"), FoundBy: foundBy,
-		Env: ctr.Config.Env, Detail: &self{ctr: ctr},
-		HostPID: hostconfig.HostPID(ctr.HostConfig), CanBoot: hostconfig.CanBoot(ctr.HostConfig),
+		Env: ctr.Config.Env, Detail: &self{ctr: ctr}, User: ctr.Config.User,
+		// Docker gives a process other than root no ambient
+		// capabilities: after its exec it has none.
+		HostPID: hostconfig.HostPID(ctr.HostConfig), CanBoot: hostconfig.CanBoot(ctr.HostConfig) && inherit.Root(ctr.Config.User),
 	}
 }
 

@@ -184,3 +184,19 @@ func TestSelfConfirms(t *testing.T) {
 		})
 	}
 }
+
+// TestToSelfUser: a container's process holds CAP_SYS_BOOT where its
+// settings give it and it runs as root (none, root or 0, in any group):
+// Docker gives a process other than root no ambient capabilities, so
+// after its exec it has none.
+func TestToSelfUser(t *testing.T) {
+	for _, tc := range []struct {
+		user string
+		want bool
+	}{{"", true}, {"root", true}, {"0:0", true}, {"root:wheel", true}, {"1000", false}, {"nobody:nogroup", false}, {"0123", false}} {
+		ctr := dockerapi.Container{ID: "c1", Name: "/c", Config: dockerapi.Config{User: tc.user}, HostConfig: dockerapi.HostConfig{Privileged: true, PidMode: "host"}}
+		if s := toSelf(ctr, "test"); s.CanBoot != tc.want || s.User != tc.user || !s.HostPID {
+			t.Errorf("user %q: CanBoot %v, User %q, HostPID %v; want %v, %q, true", tc.user, s.CanBoot, s.User, s.HostPID, tc.want, tc.user)
+		}
+	}
+}

@@ -38,6 +38,10 @@ type Engine struct {
 	Exits map[string][]int
 	// Says is what a container's output holds, by name, for Output.
 	Says map[string][]string
+	// Users are the USER of images, by reference: a container of one
+	// runs as it (none: root), as when the action's user is its image's,
+	// and holds the action's capabilities only if it is root.
+	Users map[string]string
 	// Broken are images whose command is not there, by reference: a
 	// container of one is created, and its start fails as Docker's does.
 	Broken map[string]bool
@@ -329,7 +333,9 @@ func (e *Engine) Inspect(_ context.Context, name string) (engine.Self, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if c := e.find(name); c != nil {
-		return engine.Self{ID: c.id, Name: c.name, FoundBy: "plan --container", Env: e.Action.Env}, nil
+		user := e.Users[c.image]
+		return engine.Self{ID: c.id, Name: c.name, FoundBy: "plan --container", Env: e.Action.Env, User: user,
+			HostPID: e.Action.HostPID, CanBoot: e.Action.CanBoot && inherit.Root(user)}, nil
 	}
 	if name != "" && name != e.Action.ID && name != e.Action.Name && e.Action.ID != "" {
 		return engine.Self{}, fmt.Errorf("inspecting container %s: no such container", name)

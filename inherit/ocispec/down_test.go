@@ -7,7 +7,8 @@ import (
 
 // TestDownFacts: whether a container of a spec, and so one planned from
 // it, shares the host's pid namespace (no pid namespace, or PID 1's) and
-// holds CAP_SYS_BOOT (bounding and effective), on the specs tink-agent's
+// holds CAP_SYS_BOOT (bounding and effective, or ambient for a process
+// other than root, which has no other after its exec), on the specs tink-agent's
 // containerd runtime made and on variants of them.
 func TestDownFacts(t *testing.T) {
 	caps := func(bounding, effective []string) Rest {
@@ -39,6 +40,12 @@ func TestDownFacts(t *testing.T) {
 		{"CAP_SYS_BOOT bounding only", func(s *Spec) { s.Process.Rest = caps(boot, []string{"CAP_CHOWN"}) }, true, false},
 		{"CAP_SYS_BOOT added", func(s *Spec) { s.Process.Rest = caps(boot, boot) }, true, true},
 		{"a user namespace of its own", func(s *Spec) { s.Linux.Namespaces = append(s.Linux.Namespaces, Namespace{Type: UserNamespace}) }, true, false},
+		{"not root", func(s *Spec) { s.Process.User.UID = 1000 }, true, false},
+		{"not root, CAP_SYS_BOOT ambient", func(s *Spec) {
+			s.Process.User.UID = 1000
+			raw, _ := json.Marshal(map[string][]string{"bounding": boot, "effective": boot, "permitted": boot, "inheritable": boot, "ambient": boot})
+			s.Process.Rest = Rest{"capabilities": raw}
+		}, true, true},
 		{"the host's user namespace", func(s *Spec) {
 			s.Linux.Namespaces = append(s.Linux.Namespaces, Namespace{Type: UserNamespace, Path: "/proc/1/ns/user"})
 		}, true, true},
@@ -63,8 +70,11 @@ func TestDownFacts(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if HostPID(out) != tc.hostPID || CanBoot(out) != tc.canBoot {
-			t.Errorf("%s: the plan's HostPID %v, CanBoot %v; want the action's", tc.name, HostPID(out), CanBoot(out))
+		// The plan runs as the action's user, or, where that is its
+		// image's, as the user image's USER (cni-volumes': 1000:1000),
+		// which, not root, has no capability after its exec.
+		if HostPID(out) != tc.hostPID || CanBoot(out) != (tc.canBoot && out.Process.User.UID == in.Spec.Process.User.UID) {
+			t.Errorf("%s: the plan's HostPID %v, CanBoot %v (uid %d); want the action's, CAP_SYS_BOOT for root alone", tc.name, HostPID(out), CanBoot(out), out.Process.User.UID)
 		}
 	}
 }

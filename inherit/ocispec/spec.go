@@ -291,7 +291,9 @@ const SysBoot = "CAP_SYS_BOOT"
 
 // CanBoot reports whether the process of a container with spec s holds
 // CAP_SYS_BOOT: in its bounding set, and in its effective set, which the
-// runtime gives the process as the spec says. A process with no
+// runtime gives the process as the spec says; a process other than root
+// (uid 0) has no effective capabilities after its exec but its ambient
+// ones, and so needs it in its ambient set. A process with no
 // capabilities member has none; nor does one in a user namespace of its
 // own, as reboot(2) asks for it in the user namespace that owns the
 // host's pid namespace, the host's.
@@ -304,10 +306,14 @@ func CanBoot(s Spec) bool {
 	}) {
 		return false
 	}
-	var caps struct{ Bounding, Effective []string }
+	var caps struct{ Bounding, Effective, Ambient []string }
 	raw, ok := s.Process.Rest["capabilities"]
 	if !ok || json.Unmarshal(raw, &caps) != nil {
 		return false
 	}
-	return slices.Contains(caps.Bounding, SysBoot) && slices.Contains(caps.Effective, SysBoot)
+	effective := caps.Effective
+	if s.Process.User.UID != 0 {
+		effective = caps.Ambient
+	}
+	return slices.Contains(caps.Bounding, SysBoot) && slices.Contains(effective, SysBoot)
 }
