@@ -198,22 +198,25 @@ func networkNote(action ocispec.Spec) string {
 	return "a network namespace of its own with loopback only: the action's CNI network goes with the action; set namespaces.network: host for a network"
 }
 
-// finish makes the spec, with the user image's config, and its
-// /etc/passwd and /etc/group: a USER that cannot be resolved without them
-// fails when they cannot be read; any other gets its additional groups
-// from them, or, when they cannot be read, its own group alone, and a
-// note in the log.
+// finish makes the spec, with the user image's config, and, when the
+// plan depends on them (ocispec.ReadsUserDB), its /etc/passwd and
+// /etc/group: a USER that cannot be resolved without them fails when
+// they cannot be read; any other gets its additional groups from them,
+// or, when they cannot be read, its own group alone, and a note in the
+// log.
 func (e *Engine) finish(ctx context.Context, p *planned, user containerdapi.ResolvedImage) error {
 	in := *p.in
 	in.UserImage = imageConfig(user.Config)
-	db, err := e.userDB(ctx, user)
-	switch {
-	case err != nil && ocispec.NeedsUserDB(in.UserImage.User):
-		return err
-	case err != nil:
-		engine.Log(e.Log, "could not read the image's /etc/group; the user container gets its own group alone", map[string]string{"image": user.Image.Name, "error": err.Error()})
-	default:
-		in.UserDB = db
+	if ocispec.ReadsUserDB(in) {
+		db, err := e.userDB(ctx, user)
+		switch {
+		case err != nil && ocispec.NeedsUserDB(in.UserImage.User):
+			return err
+		case err != nil:
+			engine.Log(e.Log, "could not read the image's /etc/group; the user container gets its own group alone", map[string]string{"image": user.Image.Name, "error": err.Error()})
+		default:
+			in.UserDB = db
+		}
 	}
 	spec, err := ocispec.Plan(in)
 	if err != nil {

@@ -129,15 +129,21 @@ func TestUserDB(t *testing.T) {
 
 // TestFinishUserDB: a user image whose USER is a name is planned with the
 // user its layers' /etc/passwd and /etc/group give; one whose files
-// cannot be read fails the plan, naming the image; a numeric uid:gid
-// reads no layer.
+// cannot be read fails the plan, naming the image. The layers are read
+// only when the plan depends on them: a uid's additional groups, or
+// root's where its process lacks CAP_DAC_OVERRIDE; root with it (a
+// privileged action's, as the README's templates run alpine) and a user
+// the action set, which travels, read none.
 func TestFinishUserDB(t *testing.T) {
 	const gz = "application/vnd.docker.image.rootfs.diff.tar.gzip"
 	files := layer(t, true, [2]string{"etc/passwd", "root:x:0:0::/:/x\nprobe:x:1234:1234::/:/x\n"}, [2]string{"etc/group", "extra:x:2000:probe\nwheel:x:10:root\n"})
+	confined := []string{"CAP_CHOWN", "CAP_KILL"}
 	cases := []struct {
 		name, user string
 		layer      []byte
 		mediaType  string
+		caps       []string      // the action's, effective; nil: the recorded privileged action's
+		actionUser *ocispec.User // the action's; nil: its image's, root
 		wantUser   string
 		wantErr    string
 		wantReads  int
@@ -145,9 +151,12 @@ func TestFinishUserDB(t *testing.T) {
 	}{
 		{name: "a name", user: "probe", layer: files, mediaType: gz, wantUser: `{"uid":1234,"gid":1234,"additionalGids":[1234,2000]}`, wantReads: 1},
 		{name: "uid:gid", user: "1234:6", layer: files, mediaType: gz, wantUser: `{"uid":1234,"gid":6,"additionalGids":[6,2000]}`, wantReads: 1},
-		{name: "empty", layer: files, mediaType: gz, wantUser: `{"uid":0,"gid":0,"additionalGids":[0,10]}`, wantReads: 1},
+		{name: "empty, CAP_DAC_OVERRIDE", layer: files, mediaType: gz, wantUser: `{"uid":0,"gid":0,"additionalGids":[0]}`},
+		{name: "0:0, CAP_DAC_OVERRIDE", user: "0:0", layer: files, mediaType: gz, wantUser: `{"uid":0,"gid":0,"additionalGids":[0]}`},
+		{name: "empty, without CAP_DAC_OVERRIDE", layer: files, mediaType: gz, caps: confined, wantUser: `{"uid":0,"gid":0,"additionalGids":[0,10]}`, wantReads: 1},
+		{name: "a name, the action's user set", user: "probe", layer: files, mediaType: gz, actionUser: &ocispec.User{UID: 5, GID: 5, AdditionalGids: []uint32{5}}, wantUser: `{"uid":5,"gid":5,"additionalGids":[5]}`},
 		// Not needed to resolve the user: its own group alone, and a note.
-		{name: "empty, unreadable", layer: files, mediaType: "application/vnd.oci.image.layer.v1.tar+zstd", wantUser: `{"uid":0,"gid":0,"additionalGids":[0]}`, wantLog: "only tar and gzip layers are read"},
+		{name: "empty, unreadable", layer: files, mediaType: "application/vnd.oci.image.layer.v1.tar+zstd", caps: confined, wantUser: `{"uid":0,"gid":0,"additionalGids":[0]}`, wantLog: "only tar and gzip layers are read"},
 		{name: "unreadable", user: "probe", layer: files, mediaType: "application/vnd.oci.image.layer.v1.tar+zstd", wantErr: "reading /etc/passwd and /etc/group from image docker.io/library/probe:1"},
 	}
 	for _, tc := range cases {
@@ -156,8 +165,16 @@ func TestFinishUserDB(t *testing.T) {
 			log := &syncLog{}
 			e.Log = log
 			act := recordedAction(t, "reboot.json")
+			spec := act.Detail.(*self).spec
+			if tc.caps != nil {
+				raw, _ := json.Marshal(map[string][]string{"bounding": tc.caps, "effective": tc.caps, "permitted": tc.caps})
+				spec.Process.Rest = ocispec.Rest{"capabilities": raw}
+			}
+			if tc.actionUser != nil {
+				spec.Process.User = *tc.actionUser
+			}
 			p := &planned{in: &ocispec.Input{
-				Spec: act.Detail.(*self).spec, Image: ocispec.ImageConfig{Entrypoint: []string{"/waitdaemon", "action", "--"}},
+				Spec: spec, Image: ocispec.ImageConfig{Entrypoint: []string{"/waitdaemon", "action", "--"}},
 				UserImageRef: "probe:1", Namespace: namespace, ID: "user-1",
 			}}
 			var img containerdapi.ResolvedImage

@@ -34,8 +34,9 @@
 //     (Docker, containerd's WithUser) resolve it: empty is root, and a
 //     numeric uid:gid is itself, each with its own group, then, as
 //     containerd's WithAdditionalGIDs adds them, the groups of the
-//     image's /etc/group that list root (for an empty USER) or the
-//     uid's user by name, but the one of that user's own name; a user
+//     image's /etc/group that list root (for an empty USER, whose
+//     process lacks CAP_DAC_OVERRIDE: see ReadsUserDB) or the uid's
+//     user by name, but the one of that user's own name; a user
 //     by name, or a uid alone, is looked up in the image's /etc/passwd
 //     (a uid that is not there is itself, in group 0), and its
 //     additional groups are those of the image's /etc/group that list
@@ -79,6 +80,7 @@ package ocispec
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -102,7 +104,8 @@ type Input struct {
 	UserImage    ImageConfig
 	UserImageRef string
 	// UserDB is the user image's /etc/passwd and /etc/group, which its
-	// USER needs when NeedsUserDB says so; nil when not read.
+	// USER needs when NeedsUserDB says so; nil when not read. The plan
+	// reads it only where ReadsUserDB says it depends on it.
 	UserDB *UserDB
 	// ImageDefault runs the user image's own ENTRYPOINT and CMD, whatever
 	// the action's command: the fallback's, when its image is set without
@@ -186,7 +189,11 @@ func Plan(in Input) (Spec, error) {
 	if dir(p.Cwd) == dir(in.Image.WorkingDir) {
 		p.Cwd = dir(in.UserImage.WorkingDir)
 	}
-	if p.User, err = user(p.User, in.Image.User, in.UserImage.User, in.UserDB); err != nil {
+	db := in.UserDB
+	if !ReadsUserDB(in) {
+		db = nil
+	}
+	if p.User, err = user(p.User, in.Image.User, in.UserImage.User, db); err != nil {
 		return Spec{}, fmt.Errorf("%s image %s: USER %q: %w", role, in.UserImageRef, in.UserImage.User, err)
 	}
 	s.Process = &p
@@ -366,6 +373,39 @@ func user(action User, imageUser, userImageUser string, db *UserDB) (User, error
 	u.Rest = action.Rest
 	return u, nil
 }
+
+// ReadsUserDB reports whether the plan of in depends on the user image's
+// /etc/passwd and /etc/group (Input.UserDB), so that the engine reads
+// them only then: when the user container runs as its image's USER (the
+// action's user is its own image's), and that USER is a name or a uid
+// alone (NeedsUserDB), or a uid other than root, whose additional groups
+// they give, or root whose process lacks CAP_DAC_OVERRIDE. Root with it
+// (every container's root unless it is dropped: the README's templates
+// run alpine so) gets its own group alone: no group can let such a
+// process read or write what it cannot already.
+func ReadsUserDB(in Input) bool {
+	if in.Spec.Process == nil {
+		return NeedsUserDB(in.UserImage.User)
+	}
+	action := in.Spec.Process.User
+	if img, err := numericUser(in.Image.User); err != nil || img.UID != action.UID || img.GID != action.GID {
+		return false // the action's user travels
+	}
+	if NeedsUserDB(in.UserImage.User) {
+		return true
+	}
+	u, err := numericUser(in.UserImage.User)
+	if err != nil || u.UID != 0 {
+		return true
+	}
+	var caps struct{ Effective []string }
+	raw, ok := in.Spec.Process.Rest["capabilities"]
+	return !ok || json.Unmarshal(raw, &caps) != nil || !slices.Contains(caps.Effective, dacOverride)
+}
+
+// dacOverride is the capability that lets a process past every file's
+// permission bits, as no group membership could.
+const dacOverride = "CAP_DAC_OVERRIDE"
 
 // imageUserOf is the user an image's USER runs as. One that needs no
 // files to be resolved (see NeedsUserDB: empty, or a numeric uid:gid)
