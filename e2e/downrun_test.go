@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -49,8 +50,13 @@ func TestDownRunRefused(t *testing.T) {
 		})
 		t.Run("the user image's USER not root", func(t *testing.T) {
 			buildUserImages(t)
-			if _, ok := e.(containerdRig); ok {
+			switch row := e.row(); {
+			case row.containerd:
 				importImages(t, probeUIDImage)
+			case row.name != "docker":
+				if out, err := exec.Command("sh", "-c", "docker save "+probeUIDImage+" | docker -H unix://"+e.(dockerRig).c.SocketPath()+" load -q").CombinedOutput(); err != nil {
+					t.Fatalf("loading %s: %v\n%s", probeUIDImage, err, out)
+				}
 			}
 			env := env("false")
 			env["IMAGE"] = probeUIDImage
