@@ -56,9 +56,7 @@ func buildUserImages(t *testing.T) {
 // waitdaemon reads the image's /etc/passwd and /etc/group from its layers
 // for the plan): a uid the image has no /etc/passwd for is in group 0, a
 // name gets its group from /etc/passwd and its additional groups from
-// /etc/group; no USER is root, with the groups /etc/group lists root in
-// (on containerd only where root lacks CAP_DAC_OVERRIDE, which the
-// privileged action here has: its own group alone, then).
+// /etc/group; no USER is root, with the groups /etc/group lists root in.
 func TestImageUser(t *testing.T) {
 	buildUserImages(t)
 	cases := []struct {
@@ -102,11 +100,6 @@ func TestImageUser(t *testing.T) {
 					slices.Sort(groups)
 					groups = slices.Compact(groups)
 					want := tc.wantGroups
-					if e.containerd && tc.image == probeRootImage {
-						// Root, privileged (CAP_DAC_OVERRIDE): its own
-						// group alone, the image's files not read.
-						want = []int{0}
-					}
 					if p.UID != tc.wantUID || p.GID != tc.wantGID || !slices.Equal(groups, want) {
 						t.Errorf("the user container ran as uid %d, gid %d, groups %v; want %d, %d, %v", p.UID, p.GID, p.Groups, tc.wantUID, tc.wantGID, want)
 					}

@@ -130,10 +130,9 @@ func TestUserDB(t *testing.T) {
 // TestFinishUserDB: a user image whose USER is a name is planned with the
 // user its layers' /etc/passwd and /etc/group give; one whose files
 // cannot be read fails the plan, naming the image. The layers are read
-// only when the plan depends on them: a uid's additional groups, or
-// root's where its process lacks CAP_DAC_OVERRIDE; root with it (a
-// privileged action's, as the README's templates run alpine) and a user
-// the action set, which travels, read none.
+// only when the plan depends on them: the user container runs as its
+// image's USER, root too, for its groups; a user the action set, which
+// travels, reads none.
 func TestFinishUserDB(t *testing.T) {
 	const gz = "application/vnd.docker.image.rootfs.diff.tar.gzip"
 	files := layer(t, true, [2]string{"etc/passwd", "root:x:0:0::/:/x\nprobe:x:1234:1234::/:/x\n"}, [2]string{"etc/group", "extra:x:2000:probe\nwheel:x:10:root\n"})
@@ -151,8 +150,8 @@ func TestFinishUserDB(t *testing.T) {
 	}{
 		{name: "a name", user: "probe", layer: files, mediaType: gz, wantUser: `{"uid":1234,"gid":1234,"additionalGids":[1234,2000]}`, wantReads: 1},
 		{name: "uid:gid", user: "1234:6", layer: files, mediaType: gz, wantUser: `{"uid":1234,"gid":6,"additionalGids":[6,2000]}`, wantReads: 1},
-		{name: "empty, CAP_DAC_OVERRIDE", layer: files, mediaType: gz, wantUser: `{"uid":0,"gid":0,"additionalGids":[0]}`},
-		{name: "0:0, CAP_DAC_OVERRIDE", user: "0:0", layer: files, mediaType: gz, wantUser: `{"uid":0,"gid":0,"additionalGids":[0]}`},
+		{name: "empty, CAP_DAC_OVERRIDE", layer: files, mediaType: gz, wantUser: `{"uid":0,"gid":0,"additionalGids":[0,10]}`, wantReads: 1},
+		{name: "0:0, CAP_DAC_OVERRIDE", user: "0:0", layer: files, mediaType: gz, wantUser: `{"uid":0,"gid":0,"additionalGids":[0,10]}`, wantReads: 1},
 		{name: "empty, without CAP_DAC_OVERRIDE", layer: files, mediaType: gz, caps: confined, wantUser: `{"uid":0,"gid":0,"additionalGids":[0,10]}`, wantReads: 1},
 		{name: "a name, the action's user set", user: "probe", layer: files, mediaType: gz, actionUser: &ocispec.User{UID: 5, GID: 5, AdditionalGids: []uint32{5}}, wantUser: `{"uid":5,"gid":5,"additionalGids":[5]}`},
 		// Not needed to resolve the user: its own group alone, and a note.

@@ -80,7 +80,6 @@ package ocispec
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -377,12 +376,10 @@ func user(action User, imageUser, userImageUser string, db *UserDB) (User, error
 // ReadsUserDB reports whether the plan of in depends on the user image's
 // /etc/passwd and /etc/group (Input.UserDB), so that the engine reads
 // them only then: when the user container runs as its image's USER (the
-// action's user is its own image's), and that USER is a name or a uid
-// alone (NeedsUserDB), or a uid other than root, whose additional groups
-// they give, or root whose process lacks CAP_DAC_OVERRIDE. Root with it
-// (every container's root unless it is dropped: the README's templates
-// run alpine so) gets its own group alone: no group can let such a
-// process read or write what it cannot already.
+// action's user is its own image's), whose group or additional groups
+// they give, root's too (as containerd's WithImageConfig adds them, and
+// Docker: root on Alpine is in 11 groups). A user the action sets travels
+// as it is, and nothing is read.
 func ReadsUserDB(in Input) bool {
 	if in.Spec.Process == nil {
 		return NeedsUserDB(in.UserImage.User)
@@ -391,21 +388,8 @@ func ReadsUserDB(in Input) bool {
 	if img, err := numericUser(in.Image.User); err != nil || img.UID != action.UID || img.GID != action.GID {
 		return false // the action's user travels
 	}
-	if NeedsUserDB(in.UserImage.User) {
-		return true
-	}
-	u, err := numericUser(in.UserImage.User)
-	if err != nil || u.UID != 0 {
-		return true
-	}
-	var caps struct{ Effective []string }
-	raw, ok := in.Spec.Process.Rest["capabilities"]
-	return !ok || json.Unmarshal(raw, &caps) != nil || !slices.Contains(caps.Effective, dacOverride)
+	return true
 }
-
-// dacOverride is the capability that lets a process past every file's
-// permission bits, as no group membership could.
-const dacOverride = "CAP_DAC_OVERRIDE"
 
 // imageUserOf is the user an image's USER runs as. One that needs no
 // files to be resolved (see NeedsUserDB: empty, or a numeric uid:gid)

@@ -36,12 +36,11 @@ func TestPlanImageUser(t *testing.T) {
 		// As containerd's WithImageConfig gives them (WithUser, then
 		// WithAdditionalGIDs): the groups that list the user, but the
 		// one of its own name, after its own group.
-		// for root only where its process lacks CAP_DAC_OVERRIDE: with
-		// it no group lets it do more, and the files are not read.
+		// for root too, whatever its capabilities.
 		{name: "empty: root and the groups that list root (Alpine)", spec: "", db: alpine, confined: true, want: User{AdditionalGids: []uint32{0, 1, 2, 3, 4, 6, 10, 11, 20, 26, 27}}},
 		{name: "empty: root and the groups that list root", spec: "", db: db, confined: true, want: User{AdditionalGids: []uint32{0, 10}}},
-		{name: "empty, CAP_DAC_OVERRIDE: root's own group (Alpine)", spec: "", db: alpine, want: root},
-		{name: "0:0, CAP_DAC_OVERRIDE: root's own group", spec: "0:0", db: db, want: root},
+		{name: "empty, CAP_DAC_OVERRIDE: root and its groups (Alpine)", spec: "", db: alpine, want: User{AdditionalGids: []uint32{0, 1, 2, 3, 4, 6, 10, 11, 20, 26, 27}}},
+		{name: "0:0, CAP_DAC_OVERRIDE: root and its groups", spec: "0:0", db: db, want: User{AdditionalGids: []uint32{0, 10}}},
 		{name: "empty, no /etc/group", spec: "", db: scratch, want: root},
 		{name: "empty, files not read", spec: "", want: root},
 		{name: "uid:gid: the groups that list the uid's user", spec: "65532:65532", db: db, want: User{UID: 65532, GID: 65532, AdditionalGids: []uint32{65532, 2000}}},
