@@ -100,6 +100,7 @@ func Run(t *testing.T, row Row) {
 		{"Keep", (*suite).keep},
 		{"ListByLabels", (*suite).listByLabels},
 		{"RunsUntilRemoved", (*suite).runsUntilRemoved},
+		{"Stop", (*suite).stop},
 		{"ActionExited", (*suite).actionExited},
 		{"ActionExitedGone", (*suite).actionExitedGone},
 		{"ActionGone", (*suite).actionGone},
@@ -495,6 +496,38 @@ func (s *suite) createAgain() {
 	}
 	s.only(id)
 	s.checkRun(s.run(id, ""), 0)
+}
+
+// stop: Stop of a container made and never started leaves it so; of one
+// that runs, it returns once the run has ended, which Follow then reads,
+// not exit 0; Stop again, of one stopped already, is no error.
+func (s *suite) stop() {
+	id := s.create(s.row.Action(s.t), "user", Forever)
+	if err := s.eng.Stop(s.ctx, id); err != nil {
+		s.t.Fatalf("Stop of a container never started: %v; want no error", err)
+	}
+	if c := s.only(id); c.Ran || c.Running {
+		s.t.Fatalf("List after the Stop of a container never started: %+v; want it never started", c)
+	}
+	sent := time.Now()
+	if err := s.eng.Start(s.ctx, id); err != nil {
+		s.t.Fatalf("Start: %v", err)
+	}
+	if err := s.eng.Stop(s.ctx, id); err != nil {
+		s.t.Fatalf("Stop of a container that runs: %v", err)
+	}
+	if c := s.only(id); c.Running {
+		s.t.Errorf("List once Stop returned: %+v; want it stopped", c)
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 20*time.Second)
+	defer cancel()
+	r, err := s.eng.Follow(ctx, id, sent, 2, "")
+	if err != nil || r.ExitCode == 0 {
+		s.t.Errorf("Follow of the stopped run: %+v, %v; want its end, not exit 0", r, err)
+	}
+	if err := s.eng.Stop(s.ctx, id); err != nil {
+		s.t.Errorf("Stop again, of a container stopped already: %v; want no error", err)
+	}
 }
 
 // startAgain: a Start whose answer was lost, called again, counts the
