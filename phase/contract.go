@@ -196,9 +196,11 @@ type attempt struct {
 	Note string `json:"note,omitempty"`
 	Kept bool   `json:"kept"`
 	// lost: its end could not be followed, and it may run on; sent is
-	// when its start was sent.
-	lost bool
-	sent time.Time
+	// when its start was sent. unsure: its start failed, and may have
+	// taken effect all the same (an answer lost or cut): it may run.
+	lost   bool
+	unsure bool
+	sent   time.Time
 }
 
 // failed reports whether the run failed: it exited non-zero, or the

@@ -42,6 +42,11 @@ func (w *waiter) mark(res *result, state string) {
 // answer must not keep the run from starting.
 var provisionalWrite = 5 * time.Second
 
+// finalWrite bounds the last write of the result: a device that stops
+// answering must not keep the waiter from its end (on Docker, from
+// removing itself); the result line is in its log all the same.
+var finalWrite = 30 * time.Second
+
 // earlierWrite bounds the wait of a write for the one before it, still
 // under way (a device that does not answer): the file must end as the
 // last one written, and a write that never ends must not hold up the
@@ -182,9 +187,9 @@ func (w *waiter) settle(ctx context.Context, a *attempt) error {
 }
 
 // store writes res to the result file, once the write before it has
-// ended, so that the file ends as the last one written. One that has not
-// ended within earlierWrite is not overtaken: res is left out, and the
-// error says so.
+// ended, so that the file ends as the last one written, within
+// finalWrite. One that has not ended within earlierWrite is not
+// overtaken: res is left out, and the error says so.
 func (w *waiter) store(res result) error {
 	if w.lastWrite != nil {
 		timer := time.NewTimer(earlierWrite)
@@ -195,7 +200,21 @@ func (w *waiter) store(res result) error {
 			return fmt.Errorf("the result file was not written: the write before it had not ended within %v (the device does not answer)", earlierWrite)
 		}
 	}
-	return w.write(res)
+	ended, errc := make(chan struct{}), make(chan error, 1)
+	w.lastWrite = ended
+	go func() {
+		err := w.write(res)
+		close(ended)
+		errc <- err
+	}()
+	timer := time.NewTimer(finalWrite)
+	defer timer.Stop()
+	select {
+	case err := <-errc:
+		return err
+	case <-timer.C:
+		return fmt.Errorf("the result file was not written: the write did not end within %v (the device does not answer)", finalWrite)
+	}
 }
 
 // write writes res to the result file, on its device when it has one.

@@ -330,16 +330,24 @@ func (w *waiter) runFallback(ctx context.Context, res result) (result, error) {
 }
 
 // beforeNext makes sure that run a (attempt n) has ended before any next
-// run, if it was lost (its end never followed) and another may follow:
-// the run as the engine then tells it. One whose end cannot be learnt is
-// the last: it goes into res, which says why, and halted is true.
+// run, if another may follow and a may still run: one that was lost (its
+// end never followed) becomes the run as the engine then tells it; one
+// whose start failed is stopped, in case the start took effect. One whose
+// end cannot be learnt is the last: it goes into res, which says why, and
+// halted is true.
 func (w *waiter) beforeNext(ctx context.Context, a attempt, n int, res *result) (_ attempt, halted bool) {
-	if !a.lost || n > w.Retries && w.FallbackContainer == "" {
+	if !a.lost && !a.unsure || n > w.Retries && w.FallbackContainer == "" {
 		return a, false
 	}
-	ended, err := w.endLost(ctx, a)
-	if err == nil {
-		return ended, false
+	var err error
+	if a.lost {
+		var ended attempt
+		if ended, err = w.endLost(ctx, a); err == nil {
+			return ended, false
+		}
+	} else if err = w.stopUnsure(ctx, a.Container); err == nil {
+		a.LogNote = cmp.Or(a.LogNote+"; ", "") + "stopped before the next run, in case its start had taken effect"
+		return a, false
 	}
 	a = sameAsBefore(a, n, res.Attempts)
 	a.Ended = true
@@ -377,6 +385,20 @@ func (w *waiter) endLost(ctx context.Context, a attempt) (attempt, error) {
 	}), nil
 }
 
+// stopUnsure stops container, whose start failed and may yet have taken
+// effect, within lostStop, before any next run: a signal does not cut it
+// short, as nothing may start before it is known not to run. An error
+// says it could not be stopped.
+func (w *waiter) stopUnsure(ctx context.Context, container string) error {
+	sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), lostStop)
+	defer stop()
+	logEvent(w.o.Stdout, "stopping a container whose start failed, in case it started, before the next run", map[string]string{"container": container})
+	if err := w.eng.Stop(sctx, container); err != nil {
+		return fmt.Errorf("stopping it, as its start failed and may have taken effect: %w", err)
+	}
+	return nil
+}
+
 // notLearnt logs that run a's end could not be learnt, why, and says it
 // for the result: nothing more starts.
 func (w *waiter) notLearnt(a attempt, err error) string {
@@ -396,7 +418,11 @@ func retryDelay(n int) time.Duration { return min(retryBase<<(n-2), retryCap) }
 func (w *waiter) run(ctx context.Context, container, what string, started func(time.Time)) (attempt, error) {
 	sent := time.Now()
 	if err := w.eng.Start(context.WithoutCancel(ctx), container); err != nil {
-		return w.refused(container, what, err), nil
+		// The engine's word may have come after it started the
+		// container (an answer lost or cut): beforeNext stops it.
+		a := w.refused(container, what, err)
+		a.unsure, a.sent = true, sent
+		return a, nil
 	}
 	if started != nil {
 		started(sent)

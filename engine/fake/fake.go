@@ -582,10 +582,13 @@ func (e *Engine) Stop(ctx context.Context, id string) error {
 	if c == nil {
 		return fmt.Errorf("stopping %s: no such container", id)
 	}
-	if do && c.sleeps() && c.running {
+	if do && c.running {
 		// Killed, as a stop with no grace kills it: its run ends, and
 		// Follow reads 137 (128 + SIGKILL).
-		c.command, c.running, c.code, c.said = nil, false, 137, ""
+		if c.sleeps() {
+			c.command = nil
+		}
+		c.running, c.code, c.said = false, 137, ""
 	}
 	return err
 }
