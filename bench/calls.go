@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -18,8 +17,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/waitdaemon/waitdaemon/dockerapi"
 )
 
 // callProxy stands on a socket of its own between an action and the
@@ -172,7 +169,7 @@ func (b *endBody) Close() error {
 
 // ids are what callName folds: engine IDs, and the random part of a
 // bench action's name.
-var ids = regexp.MustCompile(`[0-9a-f]{12,64}|bench_tl_[0-9]+|/v1\.[0-9]+`)
+var ids = regexp.MustCompile(`tinkerbell_bench-[a-z0-9-]+_01JBENCH[0-9A-F]+|[0-9a-f]{12,64}|/v1\.[0-9]+`)
 
 // callName names a call: gRPC's Service/Method, or an HTTP method and
 // path without the API version, IDs folded.
@@ -228,47 +225,4 @@ func medianRun(runs []phase1Run) phase1Run {
 	s := slices.Clone(runs)
 	slices.SortFunc(s, func(a, b phase1Run) int { return cmp.Compare(a.exited.Sub(a.began), b.exited.Sub(b.began)) })
 	return s[len(s)/2]
-}
-
-// dockerTimeline runs actions whose socket is a callProxy's, and prints
-// the calls of the one whose phase 1 took the median time.
-func dockerTimeline(ctx context.Context, c *dockerapi.Client, image, probe, title string, runs int) error {
-	var all []phase1Run
-	for i := range runs {
-		r, err := func() (phase1Run, error) {
-			p, err := newCallProxy(c.SocketPath(), false)
-			if err != nil {
-				return phase1Run{}, err
-			}
-			defer p.close()
-			id, err := startActionOn(ctx, c, p.sock, image, probe, fmt.Sprintf("bench_tl_%d", i), "0")
-			if err != nil {
-				return phase1Run{}, err
-			}
-			defer c.ContainerRemove(context.WithoutCancel(ctx), id, dockerapi.RemoveOptions{Force: true, Volumes: true})
-			if _, err := c.ContainerWait(ctx, id, dockerapi.WaitNotRunning); err != nil {
-				return phase1Run{}, err
-			}
-			ctr, err := c.ContainerInspect(ctx, id)
-			if err != nil {
-				return phase1Run{}, err
-			}
-			if ctr.State.ExitCode != 0 {
-				return phase1Run{}, fmt.Errorf("action bench_tl_%d exited %d", i, ctr.State.ExitCode)
-			}
-			r := phase1Run{calls: p.noted()}
-			began, err1 := time.Parse(time.RFC3339Nano, ctr.State.StartedAt)
-			exited, err2 := time.Parse(time.RFC3339Nano, ctr.State.FinishedAt)
-			r.began, r.exited = began, exited
-			// The waiter, through the same proxy, ends before it closes.
-			return r, errors.Join(err1, err2, waitGone(ctx, c, id))
-		}()
-		if err != nil {
-			return fmt.Errorf("the timeline's run %d: %w", i, err)
-		}
-		all = append(all, r)
-	}
-	m := medianRun(all)
-	printTimeline(title, m.began, m.exited, m.calls)
-	return nil
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
@@ -17,69 +19,98 @@ import (
 )
 
 // cdBench measures waitdaemon on containerd, with action containers made
-// as tink-agent makes them (package tinkagent): phase 1 by containerd's
-// own times, against a bare create and start of the action's image in
-// the same run, and the waiter's peak memory while it waits.
+// and run as tink-agent's containerd runtime does (package tinkagent),
+// which, once an action has exited 0, deletes its task, then its
+// container and snapshot: phase 1 by containerd's own times, against a
+// bare create and start of the action's image in the same run; the
+// wait, the round trips and the waiter's memory.
 type cdBench struct {
 	c            *containerdapi.Client
 	eng          *containerd.Engine
-	image, probe string   // qualified
-	actions      []string // the IDs of the actions run, for the clean-up
+	image, probe string // qualified
+	o            opts
+
+	mu      sync.Mutex
+	actions []string // the IDs of the actions run, for the clean-up
 }
 
-func runContainerd(runs int, image, probe, socket, namespace string) (err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
+func runContainerd(ctx context.Context, o opts, socket, namespace string) (f figures, err error) {
 	c := &containerdapi.Client{Socket: socket, Namespace: namespace}
 	v, err := c.Version(ctx)
 	if err != nil {
-		return fmt.Errorf("no containerd on %s: %w (make containerd starts one)", c.SocketPath(), err)
+		return f, fmt.Errorf("no containerd on %s: %w (make containerd starts one)", c.SocketPath(), err)
 	}
-	b := &cdBench{c: c, eng: containerd.New(c)}
-	for _, ref := range []struct{ in, out *string }{{&image, &b.image}, {&probe, &b.probe}} {
+	b := &cdBench{c: c, eng: containerd.New(c), o: o}
+	for _, ref := range []struct{ in, out *string }{{&o.image, &b.image}, {&o.probe, &b.probe}} {
 		r, err := imageref.Parse(*ref.in)
 		if err != nil {
-			return err
+			return f, err
 		}
 		*ref.out = r.Qualified()
 		if _, err := c.ImageUnpacked(ctx, *ref.out, containerdapi.DefaultPlatform(), containerdapi.DefaultSnapshotter); err != nil {
-			return fmt.Errorf("image %s in namespace %s: %w (make bench imports it)", *ref.out, namespace, err)
+			return f, fmt.Errorf("image %s in namespace %s: %w (make bench imports it)", *ref.out, namespace, err)
 		}
 	}
 	defer func() { err = errors.Join(err, b.cleanUp()) }()
-	fmt.Printf("\nEngine: containerd %s on %s (namespace %s)\n\n", v.Version, c.SocketPath(), namespace)
+	f.engine = "containerd " + shortVersion(strings.TrimPrefix(v.Version, "v"))
+	fmt.Printf("\nEngine: containerd %s on %s (namespace %s)\n", v.Version, c.SocketPath(), namespace)
 
-	var bare, phase1, phase1Sent []time.Duration
-	for i := range runs {
+	for i := range o.runs {
 		d, err := b.bareStart(ctx, i)
 		if err != nil {
-			return err
+			return f, err
 		}
-		bare = append(bare, d)
-		p, sent, err := b.phase1(ctx, i)
+		f.floor = append(f.floor, d)
+		p, err := b.phase1(ctx, i)
 		if err != nil {
-			return err
+			return f, err
 		}
-		phase1, phase1Sent = append(phase1, p), append(phase1Sent, sent)
+		f.phase1 = append(f.phase1, p)
 	}
-	hwm, err := b.waiterMemory(ctx)
+	// The run with no removal waits out the bound beside the other
+	// measures: all it adds to them is its waiter's look at the action,
+	// ten a second.
+	bound := make(chan error, 1)
+	var unremoved timeline
+	if o.bound {
+		go func() {
+			var err error
+			unremoved, err = b.waitRun(ctx, "bench-bound", -1, false)
+			bound <- err
+		}()
+	} else {
+		bound <- nil
+	}
+	if f.mem, err = b.waiterMemory(ctx); err != nil {
+		return f, err
+	}
+	for i := range o.runs {
+		r, err := b.waitRun(ctx, fmt.Sprintf("bench-wait-%d", i), removalDelays[i%len(removalDelays)], false)
+		if err != nil {
+			return f, err
+		}
+		f.wait = append(f.wait, r.late())
+		f.learnt = append(f.learnt, r.countedFrom.Sub(r.removed))
+	}
+	traced, err := b.waitRun(ctx, "bench-trace", removalDelays[0], true)
 	if err != nil {
-		return err
+		return f, err
 	}
-	fmt.Printf("| measure (%d runs) | median | range | target |\n|---|---|---|---|\n", runs)
-	row := func(name string, ds []time.Duration) {
-		lo, med, hi := stats(ds)
-		fmt.Printf("| %s | %d ms | %d–%d ms | |\n", name, med.Milliseconds(), lo.Milliseconds(), hi.Milliseconds())
+	f.trips1, f.trips2 = traced.trips1, traced.trips2
+	if f.trips1 == 0 || f.trips2 == 0 {
+		return f, fmt.Errorf("the traced run shows %d and %d round trips: no trace", f.trips1, f.trips2)
 	}
-	row("bare create (lease, snapshot, container) + Tasks/Create + Tasks/Start of the action's image, as the client sees it", bare)
-	row("phase 1 (the action's /tasks/start event → its exited_at, containerd's times)", phase1)
-	row("phase 1, as the agent sees it (Tasks/Start sent → exited_at)", phase1Sent)
-	_, bm, _ := stats(bare)
-	_, pm, _ := stats(phase1)
-	fmt.Printf("| phase 1 / bare create+start | %.2f× | | |\n", float64(pm)/float64(bm))
-	fmt.Printf("| waiter peak memory (VmHWM) while waiting | %.2f MB | | ≤ 5 MB |\n", float64(hwm.hwm)/1e6)
-	fmt.Printf("| of which, while waiting: its own (RssAnon) / the mapped binary (RssFile) | %.2f MB / %.2f MB | | |\n", float64(hwm.anon)/1e6, float64(hwm.file)/1e6)
-	return b.timeline(ctx, "Phase 1 on containerd "+v.Version, 5)
+	if err := b.timeline(ctx, "Phase 1 on "+f.engine, o.timelineRuns); err != nil {
+		return f, err
+	}
+	if err := <-bound; err != nil {
+		return f, fmt.Errorf("the run with no removal: %w", err)
+	}
+	if o.bound {
+		d := unremoved.late()
+		f.bound = &d
+	}
+	return f, nil
 }
 
 // timeline runs actions whose socket is a callProxy's, and prints the
@@ -120,6 +151,8 @@ func (b *cdBench) create(ctx context.Context, a tinkagent.Action) (*tinkagent.Co
 	if err != nil {
 		return nil, err
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.actions = append(b.actions, ctr.ID)
 	return ctr, nil
 }
@@ -148,14 +181,14 @@ func (b *cdBench) bareStart(ctx context.Context, i int) (time.Duration, error) {
 	return took, ctr.Finish(ctx, tinkagent.Result{})
 }
 
-// phase1 runs one action as the agent does, and returns phase 1's time
-// by containerd's clock: from the action's /tasks/start event (the
-// envelope's timestamp: containerd has no start time of a task) to its
-// exited_at; and from the agent's Tasks/Start sent to exited_at. It then
-// waits for the waiter to stop, which the next phase 1 removes.
-func (b *cdBench) phase1(ctx context.Context, i int) (byEngine, byAgent time.Duration, err error) {
+// phase1 runs one action as the agent does, removed at once, and
+// returns phase 1's time by containerd's clock: from the action's
+// /tasks/start event (the envelope's timestamp: containerd has no start
+// time of a task) to its exited_at. It then waits for the waiter to
+// stop, which the next phase 1 removes.
+func (b *cdBench) phase1(ctx context.Context, i int) (time.Duration, error) {
 	r, err := b.run(ctx, fmt.Sprintf("bench-%d", i), b.c.SocketPath())
-	return r.exited.Sub(r.began), r.exited.Sub(r.sent), err
+	return r.exited.Sub(r.began), err
 }
 
 // cdRun is one action's run: containerd's times of its start and exit,
@@ -245,9 +278,10 @@ func uvarint(b []byte) (uint64, int) {
 }
 
 // waiter finds the waiter of action id and, if stopped, waits until it
-// has stopped; it returns the waiter's ID.
+// has stopped (for up to 90 s: one that waits out the 60 s bound); it
+// returns the waiter's ID.
 func (b *cdBench) waiter(ctx context.Context, id string, stopped bool) (string, error) {
-	for range 600 {
+	for range 1800 {
 		list, err := b.eng.List(ctx, phase.LabelActionID, id)
 		if err != nil {
 			return "", err
@@ -259,44 +293,96 @@ func (b *cdBench) waiter(ctx context.Context, id string, stopped bool) (string, 
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return "", fmt.Errorf("the waiter of action %s did not finish in 30s", id[:12])
+	return "", fmt.Errorf("the waiter of action %s did not finish in 90 s", id[:12])
 }
 
-// waiterMemory runs an action with a wait of 3 s and reads the waiter's
-// memory from /proc/<its task's pid>/status while it waits.
+// waiterMemory runs an action and reads the waiter's memory from
+// /proc/<its task's pid>/status while it waits for the action's removal;
+// then removes the action as the agent does.
 func (b *cdBench) waiterMemory(ctx context.Context) (memory, error) {
-	a := b.action("bench-memory", []string{"reboot"}, "IMAGE="+b.probe, "WAIT_SECONDS=3")
-	ctr, err := b.create(ctx, a)
+	ctr, res, err := b.runAction(ctx, b.action("bench-memory", []string{"reboot"}, "IMAGE="+b.probe, "WAIT_SECONDS=0"))
 	if err != nil {
 		return memory{}, err
 	}
-	if _, err := b.c.TaskStart(ctx, ctr.ID); err != nil {
-		return memory{}, err
-	}
-	if _, err := b.c.TaskWait(ctx, ctr.ID); err != nil {
-		return memory{}, err
-	}
-	if err := ctr.Finish(ctx, tinkagent.Result{}); err != nil {
-		return memory{}, err
-	}
-	time.Sleep(time.Second)
-	w, err := b.waiter(ctx, ctr.ID, false)
-	if err != nil {
-		return memory{}, err
-	}
-	t, err := b.c.TaskGet(ctx, w)
-	if err != nil {
-		return memory{}, fmt.Errorf("the waiter's task: %w", err)
-	}
-	if t.Status != containerdapi.TaskRunning {
-		return memory{}, fmt.Errorf("the waiter is %s, not waiting", t.Status)
-	}
-	mem, err := readMemory(int(t.Pid))
-	if err != nil {
-		return memory{}, err
+	mem, err := func() (memory, error) {
+		time.Sleep(time.Second)
+		w, err := b.waiter(ctx, ctr.ID, false)
+		if err != nil {
+			return memory{}, err
+		}
+		t, err := b.c.TaskGet(ctx, w)
+		if err != nil {
+			return memory{}, fmt.Errorf("the waiter's task: %w", err)
+		}
+		if t.Status != containerdapi.TaskRunning {
+			return memory{}, fmt.Errorf("the waiter is %s, not waiting", t.Status)
+		}
+		return readMemory(int(t.Pid))
+	}()
+	if err := errors.Join(err, ctr.Finish(ctx, res)); err != nil {
+		return mem, err
 	}
 	_, err = b.waiter(ctx, ctr.ID, true)
 	return mem, err
+}
+
+// runAction creates and runs a as the agent does, to its exit, which
+// must be 0; the caller finishes it.
+func (b *cdBench) runAction(ctx context.Context, a tinkagent.Action) (*tinkagent.Container, tinkagent.Result, error) {
+	ctr, err := b.create(ctx, a)
+	if err != nil {
+		return nil, tinkagent.Result{}, err
+	}
+	res, err := ctr.Run(ctx)
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("action %s exited %d:\n%s", ctr.Name, res.ExitCode, res.Output)
+	}
+	if err != nil {
+		return nil, res, errors.Join(err, ctr.Finish(context.WithoutCancel(ctx), res))
+	}
+	return ctr, res, nil
+}
+
+// waitRun runs one action with WAIT_SECONDS=1 as the agent does, whose
+// clean-up (the task, then the container and its snapshot) begins delay
+// after the exit (never, if delay is negative: the waiter then counts
+// from 60 s after the exit), waits for its waiter to stop, and returns
+// the run's timeline from the waiter's output; verbose counts the round
+// trips.
+func (b *cdBench) waitRun(ctx context.Context, name string, delay time.Duration, verbose bool) (timeline, error) {
+	tl := timeline{wait: waitSeconds * time.Second}
+	env := []string{"IMAGE=" + b.probe, "WAIT_SECONDS=" + strconv.Itoa(waitSeconds)}
+	if verbose {
+		env = append(env, "WAITDAEMON_VERBOSE=true")
+	}
+	ctr, res, err := b.runAction(ctx, b.action(name, []string{"reboot"}, env...))
+	if err != nil {
+		return tl, err
+	}
+	tl.actionExited, tl.trips1 = res.ExitedAt, countTrips(res.Output)
+	if delay >= 0 {
+		time.Sleep(time.Until(tl.actionExited.Add(delay)))
+		if err := ctr.Finish(ctx, res); err != nil {
+			return tl, err
+		}
+		tl.removed = time.Now() // the agent's report would go out now
+	}
+	w, err := b.waiter(ctx, ctr.ID, true)
+	if delay < 0 {
+		err = errors.Join(err, ctr.Finish(ctx, res))
+	}
+	if err != nil {
+		return tl, err
+	}
+	out, err := os.ReadFile(filepath.Join(containerd.DefaultLogDir, w, "log"))
+	if err != nil {
+		return tl, fmt.Errorf("the waiter's output: %w", err)
+	}
+	// Its stdout and stderr in one file, each line whole.
+	if err := tl.read(string(out), string(out)); err != nil {
+		return tl, fmt.Errorf("the waiter of %s: %w", ctr.Name, err)
+	}
+	return tl, nil
 }
 
 // cleanUp removes what the bench's actions left, with their output.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,74 +9,54 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 )
 
-// timeline is one action's run, by the engine's clock and the waiter's
-// (the same host clock).
+// timeline is one action's run, by the engine's clock, the worker's and
+// the waiter's (the same host clock).
 type timeline struct {
 	wait                      time.Duration
 	actionStarted             time.Time
-	actionExited              time.Time // the engine's FinishedAt
+	actionExited              time.Time // the engine's
+	removed                   time.Time // the worker's removal ended; zero: never removed
 	waiterStarted             time.Time
-	startSent                 time.Time // by the waiter
+	countedFrom, startSent    time.Time // by the waiter
 	userStarted, userFinished time.Time // the engine's
 	trips1, trips2            int       // requests in the traces of phase 1 and 2
 }
 
-// request is a request line of the --verbose trace.
-var request = regexp.MustCompile(`(?m)^> (GET|HEAD|POST|PUT|DELETE) /`)
+// countFrom is what the product counts WAIT_SECONDS from: the later of
+// the exit and the removal, at most 60 s after the exit.
+func (tl timeline) countFrom() time.Time {
+	bound := tl.actionExited.Add(boundAfter)
+	if tl.removed.IsZero() || tl.removed.After(bound) {
+		return bound
+	}
+	if tl.removed.Before(tl.actionExited) {
+		return tl.actionExited
+	}
+	return tl.removed
+}
 
-// waitRun runs one action with the given wait, follows its waiter to the
-// end and returns the run's timeline; verbose counts the round trips.
-func waitRun(ctx context.Context, c *dockerapi.Client, image, probe, name string, wait int, verbose, podman bool) (timeline, error) {
-	tl := timeline{wait: time.Duration(wait) * time.Second}
-	var env []string
-	if verbose {
-		env = append(env, "WAITDAEMON_VERBOSE=true")
-	}
-	id, err := startAction(ctx, c, image, probe, name, strconv.Itoa(wait), env...)
-	if err != nil {
-		return tl, err
-	}
-	defer c.ContainerRemove(context.WithoutCancel(ctx), id, dockerapi.RemoveOptions{Force: true, Volumes: true})
-	if _, err := c.ContainerWait(ctx, id, dockerapi.WaitNotRunning); err != nil {
-		return tl, err
-	}
-	// The waiter, found at once: WAIT_SECONDS after the action's exit,
-	// it runs the user container and is gone.
-	list, err := c.ContainerList(ctx, "org.waitdaemon.action-id="+id, "org.waitdaemon.role=waiter")
-	if err != nil || len(list) != 1 {
-		return tl, fmt.Errorf("finding the waiter of %s: %v (%d found)", name, err, len(list))
-	}
-	action, err := c.ContainerInspect(ctx, id)
-	if err != nil {
-		return tl, err
-	}
-	var actionOut bytes.Buffer
-	if err := c.ContainerLogs(ctx, id, dockerapi.LogsOptions{TTY: true}, &actionOut, &actionOut); err != nil {
-		return tl, err
-	}
-	if action.State.ExitCode != 0 {
-		return tl, fmt.Errorf("action %s exited %d:\n%s", name, action.State.ExitCode, actionOut.String())
-	}
-	tl.trips1 = len(request.FindAllString(actionOut.String(), -1))
-	waiter, err := c.ContainerInspect(ctx, list[0].ID)
-	if err != nil {
-		return tl, err
-	}
-	var out, trace bytes.Buffer
-	if err := followWaiter(ctx, c, list[0].ID, podman, &out, &trace); err != nil {
-		return tl, err
-	}
-	tl.trips2 = len(request.FindAllString(trace.String(), -1))
+// late is the start's error: start sent − countFrom − WAIT_SECONDS.
+func (tl timeline) late() time.Duration { return tl.startSent.Sub(tl.countFrom()) - tl.wait }
 
+// request is a request line of the --verbose trace: an HTTP request, or
+// a gRPC call.
+var request = regexp.MustCompile(`(?m)^> ((GET|HEAD|POST|PUT|DELETE) /|containerd\.)`)
+
+// countTrips counts the requests in a --verbose trace.
+func countTrips(trace string) int { return len(request.FindAllString(trace, -1)) }
+
+// read takes the waiter's start line and result from its output (its
+// JSON lines), and its round trips from its trace.
+func (tl *timeline) read(out, trace string) error {
 	var started struct {
-		StartSent string `json:"start_sent"`
+		CountedFrom string `json:"counted_from"`
+		StartSent   string `json:"start_sent"`
 	}
 	var result struct {
 		ExitCode int `json:"exit_code"`
@@ -86,7 +65,8 @@ func waitRun(ctx context.Context, c *dockerapi.Client, image, probe, name string
 			Finished string `json:"finished_at"`
 		} `json:"attempts"`
 	}
-	sc := bufio.NewScanner(&out)
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var e struct{ Msg string }
 		line := sc.Bytes()
@@ -100,26 +80,26 @@ func waitRun(ctx context.Context, c *dockerapi.Client, image, probe, name string
 			_ = json.Unmarshal(line, &result)
 		}
 	}
-	if len(result.Attempts) == 0 || result.ExitCode != 0 {
-		return tl, fmt.Errorf("the waiter of %s reported no successful run:\n%s%s", name, out.String(), trace.String())
+	if len(result.Attempts) == 0 || result.ExitCode != 0 || started.StartSent == "" {
+		return fmt.Errorf("no successful run reported:\n%s%s", out, trace)
 	}
 	times := []struct {
 		t *time.Time
 		s string
 	}{
-		{&tl.actionStarted, action.State.StartedAt},
-		{&tl.actionExited, action.State.FinishedAt},
-		{&tl.waiterStarted, waiter.State.StartedAt},
+		{&tl.countedFrom, started.CountedFrom},
 		{&tl.startSent, started.StartSent},
 		{&tl.userStarted, result.Attempts[0].Started},
 		{&tl.userFinished, result.Attempts[0].Finished},
 	}
 	for _, x := range times {
+		var err error
 		if *x.t, err = time.Parse(time.RFC3339Nano, x.s); err != nil {
-			return tl, fmt.Errorf("the run of %s: %w", name, err)
+			return err
 		}
 	}
-	return tl, waitGone(ctx, c, id)
+	tl.trips2 = countTrips(trace)
+	return nil
 }
 
 // svg draws the timeline: one lane each for the action, the waiter's
@@ -154,12 +134,13 @@ func (tl timeline) svg() string {
 		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" font-size="10" text-anchor="%s">%s %s</text>`+"\n", tx, y+40+dy, anchor, label, ms(t))
 	}
-	waitEnd := tl.actionExited.Add(tl.wait)
+	waitEnd := tl.countFrom().Add(tl.wait)
 	bar(0, "action (phase 1)", tl.actionStarted, tl.actionExited, "#4a90d9")
 	mark(0, tl.actionExited, "exit", 0)
+	mark(0, tl.countFrom(), "removed", 12)
 	bar(1, "waiter (phase 2)", tl.waiterStarted, tl.userFinished, "#b8b8b8")
 	mark(1, tl.waiterStarted, "start", 0)
-	bar(2, "WAIT_SECONDS", tl.actionExited, waitEnd, "#f5c26b")
+	bar(2, "WAIT_SECONDS", tl.countFrom(), waitEnd, "#f5c26b")
 	mark(2, tl.startSent, "start sent", 0)
 	bar(3, "user container", tl.userStarted, tl.userFinished, "#5cb85c")
 	mark(3, tl.userStarted, "start", 0)

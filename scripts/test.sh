@@ -5,7 +5,10 @@
 #                               with -race under -short (the engine
 #                               table's gate rows, Docker 20.10 and
 #                               containerd; the sweep's sample; no soak),
-#                               then the VM suite's gate rows
+#                               the bench once per measure on those two
+#                               engines (make bench-short: it fails when
+#                               a measure cannot be taken, never on a
+#                               figure), then the VM suite's gate rows
 #   scripts/test.sh all [PART]  make test-all: the same without -short,
 #                               every row, the whole sweep, the soak and
 #                               every VM row; or one PART of it:
@@ -82,6 +85,9 @@ case $part in
 '')
 	step "go vet and the unit tests" unit
 	step "the end-to-end tests" e2e
+	if [ "$tier" = gate ]; then
+		step "the bench, one run per measure" make --no-print-directory bench-short
+	fi
 	step "the VM suite (its output also in $log)" field
 	;;
 unit) step "go vet and the unit tests" unit ;;
