@@ -59,10 +59,11 @@ func TestDownRunRefused(t *testing.T) {
 				}
 			}
 			env := env("false")
-			env["IMAGE"] = probeUIDImage
+			image := e.row().imageName(probeUIDImage) // Podman's load names it localhost/…
+			env["IMAGE"] = image
 			r := e.run(t, tinkAgent, action{name: "e2e down not root", command: []string{"reboot"}, pid: "host", env: env})
 			check(t, r, `WAITDAEMON_DOWN_WITHIN="30": expected a user container that runs as root, to take the machine down: `)
-			if want := "(" + probeUIDImage + `) runs as user "65532`; !strings.Contains(r.Logs, want) {
+			if want := "(" + image + `) runs as user "65532`; !strings.Contains(r.Logs, want) {
 				t.Errorf("output:\n%s\nwant it to name the image and its user: %q", r.Logs, want)
 			}
 		})

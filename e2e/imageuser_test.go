@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -17,11 +18,24 @@ var (
 	probeRootImage  = "waitdaemon-probe-root:" + e2eTag
 )
 
+// userImages is buildUserImages' one build a test process: the rows of a
+// test that build them at once would each tag them anew under the
+// others' feet.
+var userImages struct {
+	sync.Mutex
+	built bool
+}
+
 // buildUserImages builds the images of TestImageUser from the probe
-// image, on Docker 20.10.
+// image, on Docker 20.10, once.
 func buildUserImages(t *testing.T) {
 	t.Helper()
 	setup(t)
+	userImages.Lock()
+	defer userImages.Unlock()
+	if userImages.built {
+		return
+	}
 	for _, img := range []struct {
 		name  string
 		files map[string]string
@@ -48,6 +62,7 @@ func buildUserImages(t *testing.T) {
 			t.Fatalf("building %s: %v\n%s", img.name, err, out)
 		}
 	}
+	userImages.built = true
 }
 
 // TestImageUser: a user image's USER, a uid alone or a user by name, runs
