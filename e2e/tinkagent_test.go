@@ -81,7 +81,8 @@ func TestTinkagentTool(t *testing.T) {
 		args                                 []string
 	}{
 		{"docker", "### HookOS", "/var/run/docker.sock", "", []string{"-unprivileged"}},
-		{"containerd", "### CaptainOS", "/run/containerd/containerd.sock", containerdSocket, nil},
+		// In the tests' namespace, where their images are (E2E_TAG).
+		{"containerd", "### CaptainOS", "/run/containerd/containerd.sock", containerdSocket, []string{"-namespace", containerdNS}},
 	} {
 		t.Run(tc.runtime, func(t *testing.T) {
 			image, probe := actionImage, probeImage
