@@ -72,6 +72,9 @@ unit() {
 	go vet ./... && {
 		# shellcheck disable=SC2046 # one argument per package
 		go test -race -count=1 $short -timeout 20m $(pkgs)
+	} && {
+		# docs/mutants.md's rows, held to the code (a module of its own).
+		go -C tools/mutate test -count=1 ./table/
 	}
 }
 e2e() { go test -race -count=1 $short -timeout 75m "$@" ./e2e/; }
