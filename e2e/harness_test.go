@@ -131,8 +131,9 @@ func tableRows(list string, short bool) ([]testEngine, error) {
 }
 
 // onRow runs f if the row named so is among this run's rows; else it
-// skips, saying so: for a test of one engine's own ways (Podman's, a
-// built Docker's), which belongs to the runs that have that row.
+// skips, saying so: for a test of one engine's own ways (Podman's,
+// containerd's), which belongs to the runs that have that row. The
+// gate's rows are always in make test: there it never skips.
 func onRow(t *testing.T, name string) {
 	t.Helper()
 	if !slices.ContainsFunc(engines, func(e testEngine) bool { return e.name == name }) {
@@ -140,15 +141,10 @@ func onRow(t *testing.T, name string) {
 	}
 }
 
-// full skips t under go test -short: the test belongs to make test-all,
-// the whole matrix, and not to make test, the gate. A test says so
-// itself, with why; one that does not runs in both.
-func full(t *testing.T, why string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skipf("make test-all only: %s", why)
-	}
-}
+// The tests of the whole matrix alone (make test-all) are in files built
+// with the tag full (//go:build full), which make test does not build:
+// the soak, the release check, the engines restarted under the waiter,
+// Podman's own tests. A test in any other file runs in both tiers.
 
 // selectEngines is the rows of table that list names, in the table's
 // order; all of them when list is empty. A name that is no row's is an

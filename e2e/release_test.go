@@ -1,3 +1,5 @@
+//go:build full
+
 package e2e
 
 import (
@@ -57,7 +59,6 @@ var releaseEngines = []struct {
 // registry; then it pulls the index by digest for every platform on
 // each engine of releaseEngines.
 func TestRelease(t *testing.T) {
-	full(t, "the release for every platform, pushed and pulled on each engine, 60 s")
 	c := setup(t)
 	skopeoTools.require(t, map[string]string{"skopeo": "skopeo"})
 	addr := startRegistry(t, false)

@@ -1,3 +1,5 @@
+//go:build full
+
 package e2e
 
 import (
@@ -214,7 +216,6 @@ func (d *privateDocker) logTail() string {
 // engine is back, follows the run to its end, writes the result, and
 // removes what succeeded, as if nothing had happened.
 func TestEngineRestartWhileUserRuns(t *testing.T) {
-	full(t, "it restarts a Docker of its own, 90 s")
 	setup(t) // builds the images in the shared Docker, to load them
 	d := startPrivateDocker(t)
 	c := d.client()

@@ -1,3 +1,5 @@
+//go:build full
+
 package e2e
 
 import (
@@ -22,7 +24,6 @@ import (
 // soak whatever the count, and 100 took 280 to 430 s per engine, two
 // engines at once, with both cores busy.
 func TestSoak(t *testing.T) {
-	full(t, "the soak, 100 actions in a row per engine, takes 5 to 8 minutes")
 	onEngines(t, func(t *testing.T, e rig) {
 		d, docker := e.(dockerRig)
 		var volumesBefore []string
