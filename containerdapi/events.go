@@ -57,6 +57,30 @@ func (m *Envelope) TaskExit() (TaskExit, error) {
 	return e, err
 }
 
+// TopicContainerDelete is the topic of ContainerDelete events.
+const TopicContainerDelete = "/containers/delete"
+
+// ContainerDelete is containerd.events.ContainerDelete, the event of a
+// container deleted.
+type ContainerDelete struct {
+	ID string // 1
+}
+
+func (m *ContainerDelete) fields() []field {
+	return []field{{1, "id", (*stringValue)(&m.ID)}}
+}
+
+// ContainerDelete decodes the envelope's event, which must be a
+// ContainerDelete.
+func (m *Envelope) ContainerDelete() (ContainerDelete, error) {
+	var e ContainerDelete
+	if m.Event.TypeURL != "containerd.events.ContainerDelete" {
+		return e, fmt.Errorf("event of topic %s is a %q, not a ContainerDelete", m.Topic, m.Event.TypeURL)
+	}
+	err := unmarshal(m.Event.Value, &e)
+	return e, err
+}
+
 type subscribeRequest struct {
 	Filters []string // 1
 }

@@ -302,9 +302,11 @@ type ran struct {
 	Logs       string
 	// Privileged: the worker made the action privileged.
 	Privileged bool
-	// Removed is when the worker's removal of the container returned,
-	// before it would report.
-	Removed time.Time
+	// Removing and Removed are when the worker asked to remove the
+	// container (on tink-agent, to stop it or delete its task first), and
+	// when that returned, before it would report: the engine removed it
+	// in between.
+	Removing, Removed time.Time
 }
 
 // runAction runs a like a worker of the given shape: create, start, wait
@@ -388,10 +390,11 @@ func runAction(t *testing.T, c *dockerapi.Client, sh shape, a action) ran {
 		t.Fatalf("worker: FinishedAt %q: %v", ctr.State.FinishedAt, err)
 	}
 	watchWaiter(t, c, created.ID)
+	removing := time.Now()
 	if err := c.ContainerRemove(ctx, created.ID, dockerapi.RemoveOptions{Force: true, Volumes: true}); err != nil {
 		t.Fatalf("worker: %v", err)
 	}
-	return ran{ID: created.ID, Name: name, ExitCode: res.StatusCode, FinishedAt: finished, Logs: out.String(), Privileged: body.HostConfig.Privileged, Removed: time.Now()}
+	return ran{ID: created.ID, Name: name, ExitCode: res.StatusCode, FinishedAt: finished, Logs: out.String(), Privileged: body.HostConfig.Privileged, Removing: removing, Removed: time.Now()}
 }
 
 // runAgent runs a as tink-agent's Docker runtime does (package
@@ -417,10 +420,11 @@ func runAgent(t *testing.T, ctx context.Context, c *dockerapi.Client, a action, 
 		t.Fatalf("agent: %v", err)
 	}
 	watchWaiter(t, c, ctr.ID)
+	removing := time.Now()
 	if err := ctr.Finish(ctx, res); err != nil {
 		t.Fatalf("agent: %v", err)
 	}
-	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output, Privileged: ctr.Request.HostConfig.Privileged, Removed: time.Now()}
+	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output, Privileged: ctr.Request.HostConfig.Privileged, Removing: removing, Removed: time.Now()}
 }
 
 // waiterWatch is the output of an action's waiter, followed from before

@@ -145,11 +145,12 @@ func (r containerdRig) run(t *testing.T, sh shape, a action) ran {
 	}
 	ctr := r.create(t, ctx, act)
 	res := r.agentRun(t, ctx, ctr)
+	removing := time.Now()
 	if err := ctr.Finish(ctx, res); err != nil {
 		t.Fatalf("agent: %v", err)
 	}
 	// Privileged always, as the agent's spec (spec.go) makes it.
-	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output, Privileged: true, Removed: time.Now()}
+	return ran{ID: ctr.ID, Name: ctr.Name, ExitCode: res.ExitCode, FinishedAt: res.ExitedAt, Logs: res.Output, Privileged: true, Removing: removing, Removed: time.Now()}
 }
 
 // cdAgentAction is the action tink-agent gets for a container named full

@@ -193,13 +193,13 @@ func (c sweepCall) class() string {
 }
 
 // plainRead says whether c reads a record and nothing more: on Docker a
-// GET or HEAD but a log stream, on containerd a Get, List or Stat, or the
+// GET or HEAD but a log or the events' stream, on containerd a Get, List or Stat, or the
 // version.
 func (c sweepCall) plainRead() bool {
 	method, path, _ := strings.Cut(c.key, " ")
 	switch method {
 	case "GET", "HEAD":
-		return !strings.Contains(path, "/logs")
+		return !strings.Contains(path, "/logs") && !strings.HasPrefix(path, "/events")
 	}
 	_, rpc, ok := strings.Cut(method, "/")
 	return ok && (rpc == "Get" || rpc == "List" || rpc == "Stat" || rpc == "Version")
@@ -804,5 +804,19 @@ func TestSweepSample(t *testing.T) {
 	}
 	if runs != 3+3*len(sweepKinds) {
 		t.Errorf("%d runs; want %d: three for the reads, six for each other class", runs, 3+3*len(sweepKinds))
+	}
+}
+
+// TestSweepClasses: the engines' event streams are streams, not reads.
+func TestSweepClasses(t *testing.T) {
+	for key, want := range map[string]string{
+		`GET /events?filters={"container":["{id}"],"type":["container"]}&since={time}`: "stream",
+		"Events/Subscribe":          "stream",
+		"GET /containers/{id}/json": "read",
+		"Containers/Get {id}":       "read",
+	} {
+		if got := (sweepCall{key: key, nth: 1}).class(); got != want {
+			t.Errorf("class of %s = %q; want %q", key, got, want)
+		}
 	}
 }

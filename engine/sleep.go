@@ -20,21 +20,82 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// goneEvery is the pause between two looks of WaitGone.
-const goneEvery = 100 * time.Millisecond
+// The looks of WaitGone: while the engine's events are followed, a look
+// now and then catches a removal the stream missed (one before it began
+// listening); once the stream breaks, looks are all there is, soon at
+// first, then less often.
+const (
+	watchedEvery  = time.Second
+	watchedAtMost = 8 * time.Second
+	goneEvery     = 100 * time.Millisecond
+	goneAtMost    = time.Second
+)
 
-// WaitGone asks gone every 100 ms until it says yes, by passes, or ctx
-// ends, and says when it said yes; false if it never did. gone answers
-// false when it cannot tell.
-func WaitGone(ctx context.Context, by time.Time, gone func(context.Context) bool) (time.Time, bool) {
+// Watch starts to follow one container's removal in the engine's events
+// and returns at once. Its channel gets the removal's time, by the
+// engine's clock, or is closed without one when the stream breaks or ctx
+// ends.
+type Watch func(ctx context.Context) <-chan time.Time
+
+// WaitGone waits until the container is gone, by passes, or ctx ends, and
+// says when it went; false if it never did. It learns the removal from
+// watch (nil: none) and from gone, a look that answers false when it
+// cannot tell: one at once, then a few while the stream runs, and more,
+// backing off, once it breaks.
+func WaitGone(ctx context.Context, by time.Time, watch Watch, gone func(context.Context) bool) (time.Time, bool) {
 	ctx, cancel := context.WithDeadline(ctx, by)
 	defer cancel()
+	var removed <-chan time.Time
+	pause, most := goneEvery, goneAtMost
+	if watch != nil {
+		removed = watch(ctx)
+		pause, most = watchedEvery, watchedAtMost
+	}
+	look := time.NewTimer(0)
+	defer look.Stop()
 	for {
-		if gone(ctx) {
-			return time.Now(), true
-		}
-		if !Sleep(ctx, goneEvery) {
+		select {
+		case at, ok := <-removed:
+			if ok {
+				return earlier(at, time.Now()), true
+			}
+			removed = nil
+			pause, most = goneEvery, goneAtMost
+			look.Reset(0)
+		case <-look.C:
+			if gone(ctx) {
+				return removedAt(removed, time.Now()), true
+			}
+			look.Reset(pause)
+			pause = min(2*pause, most)
+		case <-ctx.Done():
 			return time.Now(), false
 		}
 	}
+}
+
+// removedAt is when a container a look saw gone at seen was removed: the
+// time in removed, the events' stream, if it tells within goneEvery, as a
+// stream that replays what it missed does.
+func removedAt(removed <-chan time.Time, seen time.Time) time.Time {
+	if removed == nil {
+		return seen
+	}
+	t := time.NewTimer(goneEvery)
+	defer t.Stop()
+	select {
+	case at, ok := <-removed:
+		if ok {
+			return earlier(at, seen)
+		}
+	case <-t.C:
+	}
+	return seen
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.After(b) {
+		return b
+	}
+	return a
 }

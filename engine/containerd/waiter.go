@@ -344,13 +344,40 @@ func cgroupID(cgroup, namespace string) string {
 const engineLost = 2 * time.Minute
 
 // ActionGone waits until the action container is gone (the agent
-// deletes the task, then the container with its snapshot), or until by:
-// a look every 100 ms.
+// deletes the task, then the container with its snapshot), or until by.
+// It learns the deletion, and its time, from the daemon's events, and
+// looks for the container besides (engine.WaitGone).
 func (e *Engine) ActionGone(ctx context.Context, id string, by time.Time) (time.Time, bool) {
-	return engine.WaitGone(ctx, by, func(ctx context.Context) bool {
+	return engine.WaitGone(ctx, by, e.watchDelete(id), func(ctx context.Context) bool {
 		_, err := e.C.ContainerGet(ctx, id)
 		return errors.Is(err, containerdapi.ErrNotFound)
 	})
+}
+
+// watchDelete follows container id's deletion in the daemon's events.
+func (e *Engine) watchDelete(id string) engine.Watch {
+	return func(ctx context.Context) <-chan time.Time {
+		deleted := make(chan time.Time, 1)
+		go func() {
+			defer close(deleted)
+			sub, err := e.C.Subscribe(ctx, `topic=="`+containerdapi.TopicContainerDelete+`"`)
+			if err != nil {
+				return
+			}
+			defer sub.Close()
+			for {
+				ev, err := sub.Next()
+				if err != nil {
+					return
+				}
+				if d, err := ev.ContainerDelete(); err == nil && d.ID == id {
+					deleted <- ev.Timestamp
+					return
+				}
+			}
+		}()
+		return deleted
+	}
 }
 
 // ActionExited waits for the action's task to exit, and returns when it

@@ -162,12 +162,46 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 }
 
 // ActionGone waits until the action container is gone (the worker's
-// force-remove), or until by: an inspect every 100 ms.
+// force-remove), or until by. It learns the removal, and its time, from
+// the engine's events, and looks with an inspect besides (engine.WaitGone).
 func (e *Engine) ActionGone(ctx context.Context, id string, by time.Time) (time.Time, bool) {
-	return engine.WaitGone(ctx, by, func(ctx context.Context) bool {
+	return engine.WaitGone(ctx, by, e.watchRemoval(id), func(ctx context.Context) bool {
 		_, err := e.C.ContainerInspect(ctx, id)
 		return errors.Is(err, dockerapi.ErrNotFound)
 	})
+}
+
+// watchRemoval follows container id's removal in the engine's events:
+// Docker's destroy, Podman's remove. The stream starts from a little
+// before it is asked for, so that a removal while it opens is not lost.
+func (e *Engine) watchRemoval(id string) engine.Watch {
+	return func(ctx context.Context) <-chan time.Time {
+		removed := make(chan time.Time, 1)
+		go func() {
+			defer close(removed)
+			s, err := e.C.Events(ctx, dockerapi.EventsOptions{
+				Since:   time.Now().Add(-time.Second),
+				Filters: map[string][]string{"type": {"container"}, "container": {id}},
+			})
+			if err != nil {
+				return
+			}
+			defer s.Close()
+			stop := context.AfterFunc(ctx, func() { s.Close() })
+			defer stop()
+			for {
+				ev, err := s.Next()
+				if err != nil {
+					return
+				}
+				if (ev.Action == "destroy" || ev.Action == "remove") && (strings.HasPrefix(ev.Actor.ID, id) || ev.Actor.Attributes["name"] == id) {
+					removed <- ev.At()
+					return
+				}
+			}
+		}()
+		return removed
+	}
 }
 
 // pollExit inspects container every exitPollEvery while it runs, and

@@ -82,6 +82,7 @@ type Engine struct {
 	mu         sync.Mutex
 	calls      []string
 	containers map[string]*container // by ID
+	removed    map[string]time.Time  // when Remove removed one, by ID and name
 	pulls      []Pull
 	sinces     map[string][]string
 	next       int
@@ -395,6 +396,11 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 		e.mu.Lock()
 		if c := e.find(id); c != nil {
 			delete(e.containers, c.id)
+			if e.removed == nil {
+				e.removed = map[string]time.Time{}
+			}
+			now := time.Now()
+			e.removed[c.id], e.removed[c.name] = now, now
 		}
 		e.mu.Unlock()
 	}
@@ -650,12 +656,19 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 // ActionGone is not among Calls: it only looks.
 func (e *Engine) ActionGone(ctx context.Context, id string, by time.Time) (time.Time, bool) {
 	if id != e.Action.ID && id != e.Action.Name {
-		// A container the fake made: gone once removed.
-		return engine.WaitGone(ctx, by, func(context.Context) bool {
+		// A container the fake made: gone once removed, when it was,
+		// as an engine's events say.
+		at, gone := engine.WaitGone(ctx, by, nil, func(context.Context) bool {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			return e.find(id) == nil
 		})
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if t, ok := e.removed[id]; ok && gone {
+			at = t
+		}
+		return at, gone
 	}
 	if e.ActionKept {
 		engine.Sleep(ctx, time.Until(by))
