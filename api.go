@@ -5,28 +5,63 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/engine/containerd"
 )
 
-// apiCmd is curl for the engine's socket, for an OS with no shell.
+// apiCmd is curl for the engine's socket, for an OS with no shell: an
+// HTTP request to Docker, or one of containerd's read-only calls, on the
+// engine the action would use.
 type apiCmd struct {
-	Method string `arg:"" help:"HTTP method: GET, POST, DELETE, HEAD…"`
-	Path   string `arg:"" help:"Path and query, like /containers/json?all=1. Without a /vX.Y prefix the negotiated version is used."`
-	Body   string `arg:"" optional:"" help:"JSON request body."`
+	Method string `arg:"" help:"Docker: an HTTP method (GET, POST, DELETE, HEAD…). containerd: a read-only call, like containers.get; a wrong one lists them."`
+	Path   string `arg:"" optional:"" help:"Docker: path and query, like /containers/json?all=1; without a /vX.Y prefix the negotiated version is used. containerd: the call's first argument, like an ID."`
+	Body   string `arg:"" optional:"" help:"Docker: a JSON request body. containerd: the call's second argument."`
 }
 
 func (a *apiCmd) Run(ctx context.Context, g *globals) error {
+	e, err := g.engine(false)
+	if err != nil {
+		return err
+	}
+	if cd, ok := e.(*containerd.Engine); ok {
+		return a.containerd(ctx, g, cd.C)
+	}
 	c := g.client()
+	switch {
+	case strings.Contains(a.Method, "."): // no HTTP method has one
+		return usageError{fmt.Errorf("api %s: expected an HTTP method and a path, like GET /containers/json, for Docker at %s; containerd's calls, such as containers.list, need containerd: WAITDAEMON_ENGINE=containerd", a.Method, c.SocketPath())}
+	case a.Path == "":
+		return usageError{fmt.Errorf(`api %s: expected "<path>" after the HTTP method, like /containers/json, for Docker at %s`, a.Method, c.SocketPath())}
+	}
 	resp, err := c.Raw(ctx, a.Method, a.Path, []byte(a.Body))
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	return printJSON(g.stdout, resp.Body)
+}
+
+// containerd makes the call a names, with the arguments given, and
+// prints the answer as indented JSON.
+func (a *apiCmd) containerd(ctx context.Context, g *globals, c *containerdapi.Client) error {
+	args := []string{a.Path, a.Body}
+	for len(args) > 0 && args[len(args)-1] == "" {
+		args = args[:len(args)-1] // those not given
+	}
+	answer, err := c.Raw(ctx, a.Method, args...)
+	if errors.Is(err, containerdapi.ErrBadCall) {
+		return usageError{fmt.Errorf("api on containerd at %s, namespace %s: %w", c.SocketPath(), c.Namespace, err)}
+	}
+	if err != nil {
+		return err
+	}
+	return printJSON(g.stdout, bytes.NewReader(answer))
 }
 
 // printJSON copies r to w, indenting each JSON value it holds (a body, or

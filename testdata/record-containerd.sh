@@ -71,8 +71,10 @@ for l in $("${CTR[@]}" leases list -q); do case $l in rr-*) "${CTR[@]}" leases r
 echo "== record"
 CONTAINERD_ADDRESS=$SOCK go test ./containerdapi/ -count=1 -run 'Test(Version|Unimplemented|Containers|RunToExit|Pull)' -record=containerd-2.2.1 || true
 CONTAINERD_ADDRESS=$SOCK go test ./engine/containerd/ -count=1 -run 'TestEngine(Self|Run)$' -record=containerd-2.2.1 || true
+CONTAINERD_ADDRESS=$SOCK go test . -count=1 -run 'TestAPIContainerd$' -record=containerd-2.2.1 || true
 if grep -rq "$PASSWORD" testdata/fixtures/containerd-2.2.1/; then
 	echo "record: a fixture holds the registry's password" >&2
 	exit 1
 fi
 go test ./containerdapi/ ./engine/containerd/ -count=1
+go test . -count=1 -run 'TestAPIContainerd$'
