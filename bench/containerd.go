@@ -362,10 +362,26 @@ func (b *cdBench) waitRun(ctx context.Context, name string, delay time.Duration,
 	tl.actionExited, tl.trips1 = res.ExitedAt, countTrips(res.Output)
 	if delay >= 0 {
 		time.Sleep(time.Until(tl.actionExited.Add(delay)))
+		sctx, stop := context.WithTimeout(ctx, 10*time.Second)
+		defer stop()
+		sub, err := b.c.Subscribe(sctx, `topic=="`+containerdapi.TopicContainerDelete+`"`)
+		if err != nil {
+			return tl, err
+		}
+		defer sub.Close()
 		if err := ctr.Finish(ctx, res); err != nil {
 			return tl, err
 		}
-		tl.removed = time.Now() // the agent's report would go out now
+		// When the daemon deleted the container, from its events.
+		for tl.removed.IsZero() {
+			ev, err := sub.Next()
+			if err != nil {
+				return tl, fmt.Errorf("the delete of %s in the daemon's events: %w", ctr.Name, err)
+			}
+			if d, err := ev.ContainerDelete(); err == nil && d.ID == ctr.ID {
+				tl.removed = ev.Timestamp
+			}
+		}
 	}
 	w, err := b.waiter(ctx, ctr.ID, true)
 	if delay < 0 {

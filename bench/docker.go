@@ -298,7 +298,9 @@ func (b *dockerBench) waitRun(ctx context.Context, name string, delay time.Durat
 		if err := ctr.Finish(ctx, res); err != nil {
 			return tl, err
 		}
-		tl.removed = time.Now() // the worker's report would go out now
+		if tl.removed, err = b.removedAt(ctx, ctr.ID, tl.actionExited); err != nil {
+			return tl, err
+		}
 	}
 	if err := <-followed; err != nil {
 		return tl, fmt.Errorf("following the waiter of %s: %w", ctr.Name, err)
@@ -310,6 +312,27 @@ func (b *dockerBench) waitRun(ctx context.Context, name string, delay time.Durat
 		return tl, err
 	}
 	return tl, b.waitGone(ctx, ctr.ID)
+}
+
+// removedAt is when the engine removed container id, from its events
+// since the container's exit, which the engine replays.
+func (b *dockerBench) removedAt(ctx context.Context, id string, exited time.Time) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s, err := b.c.Events(ctx, dockerapi.EventsOptions{Since: exited.Add(-time.Second), Filters: map[string][]string{"type": {"container"}, "container": {id}}})
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer s.Close()
+	for {
+		ev, err := s.Next()
+		if err != nil {
+			return time.Time{}, fmt.Errorf("the removal of %s in the engine's events: %w", id, err)
+		}
+		if ev.Action == "destroy" || ev.Action == "remove" {
+			return ev.At(), nil
+		}
+	}
 }
 
 // timeline runs actions whose socket is a callProxy's, and prints the

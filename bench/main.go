@@ -195,7 +195,7 @@ func printTable(w io.Writer, all []figures, sizes []binarySize, o opts) {
 		}
 		return fmt.Sprintf("%.2f× (%s)", ratio(f.phase1, f.bridge), msCell(f.bridge))
 	})
-	row(fmt.Sprintf("the wait: start sent − (the later of the exit and the worker's removal) − WAIT_SECONDS, the removal %s after the exit in turn", delays(o.runs)), targetWait, func(f figures) string {
+	row(fmt.Sprintf("the wait: start sent − (the later of the exit and the worker's removal, at the engine's time of it from its events) − WAIT_SECONDS, the removal %s after the exit in turn", delays(o.runs)), targetWait, func(f figures) string {
 		_, m, _ := stats(f.wait)
 		return over(errCell(f.wait), m.Abs() > maxWaitError)
 	})

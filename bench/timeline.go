@@ -21,7 +21,7 @@ type timeline struct {
 	wait                      time.Duration
 	actionStarted             time.Time
 	actionExited              time.Time // the engine's
-	removed                   time.Time // the worker's removal ended; zero: never removed
+	removed                   time.Time // the engine removed the action, by its events; zero: never removed
 	waiterStarted             time.Time
 	countedFrom, startSent    time.Time // by the waiter
 	userStarted, userFinished time.Time // the engine's

@@ -65,6 +65,7 @@ type Client struct {
 	http      *retryablehttp.Client
 	negotiate sync.Mutex
 	version   string
+	pinged    *Ping // the engine's ping, once asked
 }
 
 // DefaultWaitForEngine is how long a Client waits for an engine that is not
@@ -307,6 +308,8 @@ type Ping struct {
 	APIVersion string
 	OSType     string
 	Server     string
+	// Libpod: the engine is Podman's Docker-compatible API.
+	Libpod bool
 }
 
 // Ping asks the engine for its API version. It is not version-prefixed.
@@ -323,5 +326,6 @@ func (c *Client) Ping(ctx context.Context) (Ping, error) {
 		APIVersion: resp.Header.Get("Api-Version"),
 		OSType:     resp.Header.Get("Ostype"),
 		Server:     resp.Header.Get("Server"),
+		Libpod:     resp.Header.Get("Libpod-Api-Version") != "",
 	}, nil
 }

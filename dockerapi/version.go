@@ -28,7 +28,7 @@ func (c *Client) APIVersion(ctx context.Context) (string, error) {
 	if c.version != "" {
 		return c.version, nil
 	}
-	p, err := c.Ping(ctx)
+	p, err := c.ping(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -38,6 +38,30 @@ func (c *Client) APIVersion(ctx context.Context) (string, error) {
 	}
 	c.version = v
 	return v, nil
+}
+
+// Podman says whether the engine is Podman's Docker-compatible API, from
+// the ping the negotiation made (one more when the version is pinned).
+func (c *Client) Podman(ctx context.Context) (bool, error) {
+	if err := c.init(); err != nil {
+		return false, err
+	}
+	c.negotiate.Lock()
+	defer c.negotiate.Unlock()
+	p, err := c.ping(ctx)
+	return p.Libpod, err
+}
+
+// ping is the engine's ping, asked once; negotiate is held.
+func (c *Client) ping(ctx context.Context) (Ping, error) {
+	if c.pinged == nil {
+		p, err := c.Ping(ctx)
+		if err != nil {
+			return p, err
+		}
+		c.pinged = &p
+	}
+	return *c.pinged, nil
 }
 
 // Negotiate picks the version to use with an engine whose ping said

@@ -22,11 +22,12 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 
 // The looks of WaitGone: while the engine's events are followed, a look
 // now and then catches a removal the stream missed (one before it began
-// listening); once the stream breaks, looks are all there is, soon at
-// first, then less often.
+// listening, on an engine that does not replay what came before);
+// once the stream breaks, looks are all there is, soon at first, then
+// less often.
 const (
-	watchedEvery  = time.Second
-	watchedAtMost = 8 * time.Second
+	watchedEvery  = 2 * time.Second
+	watchedAtMost = 16 * time.Second
 	goneEvery     = 100 * time.Millisecond
 	goneAtMost    = time.Second
 )
@@ -40,18 +41,18 @@ type Watch func(ctx context.Context) <-chan time.Time
 // WaitGone waits until the container is gone, by passes, or ctx ends, and
 // says when it went; false if it never did. It learns the removal from
 // watch (nil: none) and from gone, a look that answers false when it
-// cannot tell: one at once, then a few while the stream runs, and more,
-// backing off, once it breaks.
+// cannot tell: a few while the stream runs, from watchedEvery on, and
+// more once it breaks (or with none), at once and then backing off.
 func WaitGone(ctx context.Context, by time.Time, watch Watch, gone func(context.Context) bool) (time.Time, bool) {
 	ctx, cancel := context.WithDeadline(ctx, by)
 	defer cancel()
 	var removed <-chan time.Time
-	pause, most := goneEvery, goneAtMost
+	first, pause, most := time.Duration(0), goneEvery, goneAtMost
 	if watch != nil {
 		removed = watch(ctx)
-		pause, most = watchedEvery, watchedAtMost
+		first, pause, most = watchedEvery, 2*watchedEvery, watchedAtMost
 	}
-	look := time.NewTimer(0)
+	look := time.NewTimer(first)
 	defer look.Stop()
 	for {
 		select {

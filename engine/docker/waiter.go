@@ -130,10 +130,11 @@ const engineLost = 2 * time.Minute
 const exitPollEvery = 100 * time.Millisecond
 
 // ActionExited waits for the action container to stop, or to be gone, and
-// returns when it stopped, by the engine's clock when it can tell. Besides
-// the engine's wait, it polls the container's state for as long as it
-// runs: Podman 4.3 answers a wait 250–900 ms after the exit, by when the
-// worker may have removed the container, and its exit time with it. The
+// returns when it stopped, by the engine's clock when it can tell. On
+// Podman, besides the engine's wait, it polls the container's state for
+// as long as it runs: Podman 4.3 answers a wait 250–900 ms after the
+// exit, by when the worker may have removed the container, and its exit
+// time with it. The
 // action runs on while phase 1 pulls, however long the pull takes, and
 // no longer than the worker lets it.
 func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, error) {
@@ -150,7 +151,9 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 		waited <- a
 	}()
 	polled := make(chan engine.Exit, 1)
-	go pollExit(either, e.C, id, polled)
+	if podman, _ := e.C.Podman(either); podman {
+		go pollExit(either, e.C, id, polled)
+	}
 	select {
 	case exit := <-polled:
 		stop()

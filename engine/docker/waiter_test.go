@@ -105,12 +105,14 @@ func TestWaitRunCancelled(t *testing.T) {
 }
 
 // TestActionExited: the action's exit time comes from the engine, through
-// the wait or through polling its state, whichever learns it first; a
-// container gone counts as removed.
+// the wait or, on Podman, through polling its state, whichever learns it
+// first; a container gone counts as removed. Docker's comes from the
+// wait's answer alone, with no poll.
 func TestActionExited(t *testing.T) {
 	finished := time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
 	cases := []struct {
 		name        string
+		docker      bool // the engine is Docker, not Podman
 		waitBlocks  bool // the wait answers only when cancelled (Podman, late)
 		gone        bool
 		runningFor  int // inspects that still show it running
@@ -120,6 +122,7 @@ func TestActionExited(t *testing.T) {
 	}{
 		{name: "the poll sees the exit first", waitBlocks: true, runningFor: 2, wantExited: finished, wantCode: 137},
 		{name: "the wait answers first", wantExited: finished, wantCode: 3},
+		{name: "Docker: the wait alone", docker: true, wantExited: finished, wantCode: 3},
 		{name: "gone", gone: true, wantRemoved: true},
 		// Phase 1 pulls while the waiter waits: the action can run long
 		// after the waiter began, and its exit is still seen by the poll.
@@ -130,9 +133,17 @@ func TestActionExited(t *testing.T) {
 			var mu sync.Mutex
 			inspects := 0
 			mux := http.NewServeMux()
-			mux.HandleFunc("/_ping", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Api-Version", "1.41") })
+			mux.HandleFunc("/_ping", func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Api-Version", "1.41")
+				if !tc.docker {
+					w.Header().Set("Libpod-Api-Version", "4.3.1")
+				}
+			})
 			mux.HandleFunc("/v1.41/containers/act/wait", func(w http.ResponseWriter, r *http.Request) {
 				switch {
+				case tc.docker:
+					time.Sleep(5 * exitPollEvery)
+					fmt.Fprint(w, `{"StatusCode":3}`)
 				case tc.gone:
 					w.WriteHeader(http.StatusNotFound)
 					fmt.Fprint(w, `{"message":"No such container: act"}`)
@@ -170,8 +181,13 @@ func TestActionExited(t *testing.T) {
 			if !tc.wantExited.IsZero() && !exited.Equal(tc.wantExited) {
 				t.Errorf("ActionExited() = %v, want the engine's FinishedAt %v", exited, tc.wantExited)
 			}
-			if took := time.Since(began); took > time.Duration(tc.runningFor)*exitPollEvery+2*time.Second {
+			if took := time.Since(began); !tc.docker && took > time.Duration(tc.runningFor)*exitPollEvery+2*time.Second {
 				t.Errorf("ActionExited() took %v", took)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if tc.docker && inspects != 1 {
+				t.Errorf("%d inspects of the action on Docker; want one, for the exit's time once the wait answers, and no poll", inspects)
 			}
 		})
 	}
