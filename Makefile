@@ -18,7 +18,7 @@ BIN     ?= bin
 GOBUILD = CGO_ENABLED=0 GOOS=linux go build -trimpath \
 	-gcflags=all=-l -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: build test test-all sweep soak field image probe-image demo bench bench-short record fuzz mutate engine docker29 docker28 docker26 clean oci push containerd record-containerd
+.PHONY: tink-agents build test test-all sweep soak field image probe-image demo bench bench-short record fuzz mutate engine docker29 docker28 docker26 clean oci push containerd record-containerd
 
 build: $(foreach a,$(ARCHES),$(BIN)/waitdaemon-linux-$(a))
 
@@ -157,6 +157,16 @@ record: engine docker29 docker28 docker26
 # stop` stops it.
 containerd:
 	@scripts/containerd.sh
+
+# Tinkerbell's released tink-agent, v0.23.0, v0.24.0 and v0.25.0, and
+# each release's own server side (tools/tinkerbell, built inside the
+# release's module copy), built from the Go module proxy into
+# /var/cache/waitdaemon/tinkerbell-VERSION the first time (about 4
+# minutes in all; a second when cached): make test-all's comparison of
+# the runner with the real agent (e2e, TestRealAgent) and the VM suite's
+# rows run them.
+tink-agents:
+	@scripts/tinkerbell.sh >/dev/null
 
 record-containerd: engine containerd
 	testdata/record-containerd.sh
