@@ -207,7 +207,7 @@ func (b *cdBench) run(ctx context.Context, name, socket string) (cdRun, error) {
 	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	sub, err := b.c.Subscribe(sctx, `topic=="/tasks/start"`)
+	sub, err := b.c.Subscribe(sctx, `topic=="`+containerdapi.TopicTaskStart+`"`)
 	if err != nil {
 		return r, err
 	}
@@ -225,7 +225,7 @@ func (b *cdBench) run(ctx context.Context, name, socket string) (cdRun, error) {
 		if err != nil {
 			return r, fmt.Errorf("waiting for the start of action %s: %w", ctr.Name, err)
 		}
-		if eventContainer(ev.Event.Value) == ctr.ID {
+		if e, err := ev.TaskStart(); err == nil && e.ContainerID == ctr.ID {
 			r.began = ev.Timestamp
 		}
 	}
@@ -243,38 +243,6 @@ func (b *cdBench) run(ctx context.Context, name, socket string) (cdRun, error) {
 	}
 	r.exited = exit.ExitedAt
 	return r, nil
-}
-
-// eventContainer is the container_id (field 1) of a task event.
-func eventContainer(b []byte) string {
-	for len(b) > 1 {
-		key, n := uvarint(b)
-		b = b[n:]
-		if key&7 != 2 { // only strings and messages come first in these
-			return ""
-		}
-		size, n := uvarint(b)
-		b = b[n:]
-		if int(size) > len(b) {
-			return ""
-		}
-		if key>>3 == 1 {
-			return string(b[:size])
-		}
-		b = b[size:]
-	}
-	return ""
-}
-
-func uvarint(b []byte) (uint64, int) {
-	var v uint64
-	for i, c := range b {
-		v |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			return v, i + 1
-		}
-	}
-	return v, len(b)
 }
 
 // waiter finds the waiter of action id and, if stopped, waits until it

@@ -57,6 +57,32 @@ func (m *Envelope) TaskExit() (TaskExit, error) {
 	return e, err
 }
 
+// TopicTaskStart is the topic of TaskStart events.
+const TopicTaskStart = "/tasks/start"
+
+// TaskStart is containerd.events.TaskStart, the event of a task started.
+type TaskStart struct {
+	ContainerID string // 1
+	Pid         uint32 // 2
+}
+
+func (m *TaskStart) fields() []field {
+	return []field{
+		{1, "container_id", (*stringValue)(&m.ContainerID)},
+		{2, "pid", uintValue[uint32]{&m.Pid}},
+	}
+}
+
+// TaskStart decodes the envelope's event, which must be a TaskStart.
+func (m *Envelope) TaskStart() (TaskStart, error) {
+	var e TaskStart
+	if m.Event.TypeURL != "containerd.events.TaskStart" {
+		return e, fmt.Errorf("event of topic %s is a %q, not a TaskStart", m.Topic, m.Event.TypeURL)
+	}
+	err := unmarshal(m.Event.Value, &e)
+	return e, err
+}
+
 // TopicContainerDelete is the topic of ContainerDelete events.
 const TopicContainerDelete = "/containers/delete"
 

@@ -114,3 +114,18 @@ func TestSubscriptionBreaks(t *testing.T) {
 		sub.Close()
 	})
 }
+
+// TestContainerDeleteEvent: a container's delete decodes to its ID, as
+// containerd 2.2.1 sent it (recorded 2026-12-04: the event of deleting
+// "capture-1"); any other event is refused, naming its type.
+func TestContainerDeleteEvent(t *testing.T) {
+	ev := containerdapi.Envelope{Topic: containerdapi.TopicContainerDelete, Event: containerdapi.Any{TypeURL: "containerd.events.ContainerDelete", Value: []byte("\x0a\x09capture-1")}}
+	d, err := ev.ContainerDelete()
+	if err != nil || d.ID != "capture-1" {
+		t.Errorf("ContainerDelete() = %+v, %v; want capture-1", d, err)
+	}
+	ev.Event.TypeURL = "containerd.events.TaskExit"
+	if _, err := ev.ContainerDelete(); err == nil || !strings.Contains(err.Error(), "TaskExit") {
+		t.Errorf("ContainerDelete() of a TaskExit: %v; want an error naming it", err)
+	}
+}
