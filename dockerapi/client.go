@@ -131,6 +131,9 @@ type request struct {
 	path   string // without the version prefix
 	query  url.Values
 	body   any // marshalled as JSON when non-nil
+	// tar, when set, is sent as it is, as the body, an application/x-tar
+	// stream.
+	tar    []byte
 	header http.Header
 	// ok lists the statuses that count as success; others become *Error.
 	ok []int
@@ -170,7 +173,10 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 		u += "?" + r.query.Encode()
 	}
 	var body []byte
-	if r.body != nil {
+	contentType := "application/json"
+	if r.tar != nil {
+		body, contentType = r.tar, "application/x-tar"
+	} else if r.body != nil {
 		var err error
 		if body, err = json.Marshal(r.body); err != nil {
 			return nil, fmt.Errorf("encoding %s %s: %w", r.method, r.path, err)
@@ -198,7 +204,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	}
 	req.Header.Set("User-Agent", ua)
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

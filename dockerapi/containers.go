@@ -356,3 +356,16 @@ func (c *Client) ContainerArchive(ctx context.Context, id, path string) (io.Read
 	}
 	return resp.Body, st, nil
 }
+
+// ContainerPutArchive copies archive, a tar stream, into directory dir of
+// a container's file system (PUT /containers/{id}/archive), whether the
+// container runs or not. Sent again, it writes the same files over the
+// same. A container that is not there gives an error for which
+// errors.Is(err, ErrNotFound) holds.
+func (c *Client) ContainerPutArchive(ctx context.Context, id, dir string, archive []byte) error {
+	err := c.do(ctx, request{method: http.MethodPut, path: "/containers/" + url.PathEscape(id) + "/archive", query: url.Values{"path": {dir}}, tar: archive, ok: []int{200}, repeat: asFirst}, nil)
+	if err != nil {
+		return fmt.Errorf("copying into %s of container %q: %w", dir, id, err)
+	}
+	return nil
+}

@@ -43,8 +43,13 @@ func (t *tracer) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
-		b.Write(redact.Secrets(body))
-		b.WriteString("\n")
+		if ct := req.Header.Get("Content-Type"); ct == "application/x-tar" {
+			// A file copied in: bytes, not text, and not shown.
+			fmt.Fprintf(&b, "[%d bytes of %s]\n", len(body), ct)
+		} else {
+			b.Write(redact.Secrets(body))
+			b.WriteString("\n")
+		}
 	}
 	t.write(b.Bytes())
 

@@ -3,9 +3,11 @@ package dockerapi_test
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -88,6 +90,38 @@ func TestTraceCreate(t *testing.T) {
 	}
 	if d := linediff.Lines(want, traceLines(trace.String())); d != "" {
 		t.Errorf("trace (-want +got):\n%s", d)
+	}
+}
+
+// TestTracePutArchive: a tar stream copied into a container is sent as
+// application/x-tar, and the trace names its size, not its bytes, which
+// are neither text nor redacted.
+func TestTracePutArchive(t *testing.T) {
+	var gotType string
+	var gotBody []byte
+	c := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Api-Version", "1.41")
+		if answerPing(w, r, "1.41") {
+			return
+		}
+		gotType = r.Header.Get("Content-Type")
+		gotBody, _ = io.ReadAll(r.Body)
+	})
+	var trace traceBuffer
+	c.Trace = &trace
+	archive := oneFile(t, "handed", `{"password":"hunter2"}`)
+	if err := c.ContainerPutArchive(shortCtx(t), "w", "/", archive); err != nil {
+		t.Fatal(err)
+	}
+	if gotType != "application/x-tar" || !bytes.Equal(gotBody, archive) {
+		t.Errorf("the engine got %q, %d bytes; want application/x-tar, the %d bytes of the archive", gotType, len(gotBody), len(archive))
+	}
+	lines := traceLines(trace.String())
+	if i := slices.Index(lines, "> PUT /v1.41/containers/w/archive?path=%2F HTTP/1.1"); i < 0 || !slices.Contains(lines[i:], fmt.Sprintf("[%d bytes of application/x-tar]", len(archive))) {
+		t.Errorf("trace:\n%s\nwant the PUT, and its body as its size", trace.String())
+	}
+	if strings.Contains(trace.String(), "hunter2") {
+		t.Errorf("trace shows the archive's content:\n%s", trace.String())
 	}
 }
 
