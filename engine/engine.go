@@ -120,6 +120,20 @@ type Describer interface {
 	Describe(ctx context.Context, id string) (image string, command []string, err error)
 }
 
+// Hander is an engine on which phase 1 can hand the waiter, once the
+// waiter is made, what it learnt after the waiter's create: the waiter is
+// made while the user container is, and cannot be told at its create
+// what that container, not yet made, will run. It is Teller's way back.
+type Hander interface {
+	// Hand leaves data with the waiter, container id, for its Handed.
+	// Called again with the same data, as after a lost answer, it leaves
+	// the same.
+	Hand(ctx context.Context, waiter string, data []byte) error
+	// Handed returns what phase 1 left with the container this process
+	// runs in: nil when it left nothing.
+	Handed(ctx context.Context) ([]byte, error)
+}
+
 // Ender is an engine on which the waiter removes its own container as
 // its last act, rather than have the engine remove it when it ends:
 // Docker before 25.0, restarted with live-restore, removes a running

@@ -136,7 +136,7 @@ type Engine struct {
 	mu   sync.Mutex
 	ids  map[string]string // readable name → ID, of what this process made or found
 	runs map[string]run    // by ID: the run Start began
-	own  string            // the waiter's own ID, once Tell found it
+	own  string            // the waiter's own ID, once ownID found it
 	snap string            // the action's snapshotter, once Self found it
 	// images are the images read so far, by name, and whether each was
 	// found unpacked: phase 1 reads the user's image to decide the pull,

@@ -220,27 +220,9 @@ const maxSaid = 4000
 // runs in (found by its cgroup path, else as Self finds the action), for
 // Output to pass on.
 func (e *Engine) Tell(ctx context.Context, line []byte) error {
-	e.mu.Lock()
-	own := e.own
-	e.mu.Unlock()
-	if own == "" {
-		// The waiter's cgroup is /<namespace>/<its ID> (waiterSpec), an
-		// ID that selfid's 64-hex rule does not take; else as Self.
-		if id := cgroupID(e.readProc("cgroup"), e.namespace()); id != "" {
-			if _, err := e.C.ContainerGet(ctx, id); err == nil {
-				own = id
-			}
-		}
-		if own == "" {
-			s, err := e.Self(ctx, "")
-			if err != nil {
-				return fmt.Errorf("telling phase 1: %w", err)
-			}
-			own = s.ID
-		}
-		e.mu.Lock()
-		e.own = own
-		e.mu.Unlock()
+	own, err := e.ownID(ctx)
+	if err != nil {
+		return fmt.Errorf("telling phase 1: %w", err)
 	}
 	if _, err := e.C.ContainerSetLabel(ctx, own, LabelSaid, fitSaid(line, maxSaid)); err != nil {
 		return fmt.Errorf("telling phase 1: %w", err)

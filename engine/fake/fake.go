@@ -79,8 +79,14 @@ type Engine struct {
 	// that two calls overlap. One still waiting after a second fails.
 	After map[string]string
 
+	// Own is the container the waiter runs in, by name, whose hand-off
+	// Handed reads; empty: the container Hand was last given.
+	Own string
+
 	mu         sync.Mutex
 	calls      []string
+	handed     map[string][]byte // what Hand left, by container ID
+	lastHanded string
 	containers map[string]*container // by ID
 	removed    map[string]time.Time  // when Remove removed one, by ID and name
 	pulls      []Pull
@@ -611,6 +617,46 @@ func (e *Engine) Describe(_ context.Context, id string) (string, []string, error
 		return "", nil, fmt.Errorf("inspecting %s: no such container", id)
 	}
 	return "image-of-" + name, []string{"run", name}, nil
+}
+
+// Hand leaves data with container id, for Handed.
+func (e *Engine) Hand(_ context.Context, id string, data []byte) error {
+	err, do := e.call("Hand", e.nameOf(id))
+	if !do {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.find(id)
+	if c == nil {
+		return fmt.Errorf("handing %s: no such container", id)
+	}
+	if e.handed == nil {
+		e.handed = map[string][]byte{}
+	}
+	e.handed[c.id], e.lastHanded = slices.Clone(data), c.id
+	return err
+}
+
+// Handed returns what Hand left with Own, or with the container it was
+// last given; nil when nothing, or when that container is gone.
+func (e *Engine) Handed(context.Context) ([]byte, error) {
+	if err, _ := e.call("Handed", ""); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	id := e.lastHanded
+	if e.Own != "" {
+		id = ""
+		if c := e.find(e.Own); c != nil {
+			id = c.id
+		}
+	}
+	if e.find(id) == nil {
+		return nil, nil
+	}
+	return slices.Clone(e.handed[id]), nil
 }
 
 func (e *Engine) Output(ctx context.Context, id string, w io.Writer) error {
