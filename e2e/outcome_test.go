@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // onDeviceEngines runs f on the engines of the table but Podman: the
@@ -37,6 +39,7 @@ type outcome struct {
 
 type outcomeRun struct {
 	Attempt  int      `json:"attempt"`
+	Image    string   `json:"image"`
 	Command  []string `json:"command"`
 	ExitCode int      `json:"exit_code"`
 	Ended    bool     `json:"ended"`
@@ -58,12 +61,46 @@ func readOutcome(t *testing.T, file string) (outcome, string) {
 	return o, string(data)
 }
 
+// watchOutcome reads the result file every 20 ms until the returned
+// func is called, and that func returns each state of the file seen
+// while it said a run was under way, in order.
+func watchOutcome(t *testing.T, file string) func() []outcome {
+	t.Helper()
+	stop, seen := make(chan struct{}), make(chan []outcome, 1)
+	var once sync.Once
+	end := func() { once.Do(func() { close(stop) }) }
+	t.Cleanup(end)
+	go func() {
+		var states []outcome
+		last := ""
+		for {
+			if data, err := os.ReadFile(file); err == nil && string(data) != last {
+				last = string(data)
+				var o outcome
+				if json.Unmarshal(data, &o) == nil && o.State == "running" {
+					states = append(states, o)
+				}
+			}
+			select {
+			case <-stop:
+				seen <- states
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() []outcome { end(); return <-seen }
+}
+
 // TestDownWithin: with WAITDAEMON_DOWN_WITHIN=2, an IMAGE whose command
 // exits 0 and leaves the machine up is a failed attempt; the fallback
-// runs, and the result records both, each with the note.
+// runs, and the result records both, each with the note. With
+// WAIT_SECONDS 0, the result before each run names its image and
+// command all the same.
 func TestDownWithin(t *testing.T) {
 	onEngines(t, func(t *testing.T, e rig) {
 		out := t.TempDir()
+		running := watchOutcome(t, filepath.Join(out, "result.json"))
 		r := e.run(t, tinkAgent, action{
 			name:    "e2e down within",
 			command: []string{"--exit=0", "reboot"},
@@ -101,6 +138,24 @@ func TestDownWithin(t *testing.T) {
 		}
 		if kept := roleOf(t, e, r.ID, "user"); kept == "" || e.exitCode(t, kept) != 0 {
 			t.Errorf("the user container that left the machine up was not kept (%q)", kept)
+		}
+		// Before each run: that run, not ended, named as it then ran.
+		var before []outcomeRun
+		for _, o := range running() {
+			switch {
+			case o.Fallback != nil && !o.Fallback.Ended:
+				before = append(before, *o.Fallback)
+			case len(o.Attempts) > 0 && !o.Attempts[len(o.Attempts)-1].Ended:
+				before = append(before, o.Attempts[len(o.Attempts)-1])
+			}
+		}
+		if len(before) != 2 {
+			t.Fatalf("the result file said a run was under way before %d runs: %+v; want 2, the attempt and the fallback", len(before), before)
+		}
+		for i, want := range []outcomeRun{a, fb} {
+			if got := before[i]; got.Image == "" || got.Image != want.Image || strings.Join(got.Command, " ") != strings.Join(want.Command, " ") {
+				t.Errorf("before run %d, the result file named %q, %q; want %q, %q, as it ran", i+1, got.Image, got.Command, want.Image, want.Command)
+			}
 		}
 	})
 }

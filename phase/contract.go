@@ -119,6 +119,20 @@ func (w WaiterArgs) Args() []string {
 	return args
 }
 
+// handedRuns is what phase 1 hands the waiter once it has made the user
+// container and the fallback (engine.Hander), after the waiter's own
+// create: what each will run, by container name, as the engine says
+// (engine.Describer), for the result written before each run. The
+// waiter's command line cannot carry it: the waiter is made while they
+// are, before the engine has made their command of the image's.
+type handedRuns map[string]plannedRun
+
+// plannedRun is what a container will run.
+type plannedRun struct {
+	Image   string   `json:"image"`
+	Command []string `json:"command"`
+}
+
 // What the waiter reports: its JSON lines, the last of which is the
 // result, and the result file, which holds the same.
 

@@ -89,9 +89,11 @@ func One(ctx context.Context, eng engine.Engine, in Inputs, o Options) (err erro
 
 // handOff creates and starts the waiter while it creates the user
 // container (and the fallback), pulling their images if needed; then
-// confirms the result file. The waiter needs only the names of what it
-// will start, so the two go at once: they are the slowest steps (on
-// containerd each create is a runtime's create). The waiter's failure
+// confirms the result file, and meanwhile hands the waiter what the two
+// will run (handRuns), for the result it writes before each run. The
+// waiter needs only the names of what it will start, so the two go at
+// once: they are the slowest steps (on containerd each create is a
+// runtime's create). The waiter's failure
 // cuts the pull short (a missing result directory does not wait out a big
 // image), and is the hand-off's error; a create is never cut short, as
 // the engine may make it after phase 1 has undone what it knew of.
@@ -114,7 +116,15 @@ func (h *Handoff) handOff(ctx context.Context, eng engine.Engine, s Settings, se
 		return err
 	}
 	if s.ResultFile != "" {
-		if err := h.confirmResultFile(ctx, eng, s); err != nil {
+		// The waiter's answer waits for its start; the hand-over goes
+		// meanwhile.
+		handed := make(chan error, 1)
+		go func() { handed <- h.handRuns(ctx, eng) }()
+		err := h.confirmResultFile(ctx, eng, s)
+		if herr := <-handed; herr != nil {
+			logEvent(o.Stdout, "could not hand the waiter what its containers will run; it asks the engine during the wait", map[string]string{"error": herr.Error()})
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -124,6 +134,40 @@ func (h *Handoff) handOff(ctx context.Context, eng engine.Engine, s Settings, se
 		h.Fallback.Create = nil
 	}
 	return nil
+}
+
+// handRuns hands the waiter what the user container and the fallback, as
+// the engine made them, will run (engine.Describer, engine.Hander): the
+// waiter names it in the result it writes before each run, however short
+// the wait. What it cannot say is left out, and the waiter asks the
+// engine for it during the wait, if there is time.
+func (h *Handoff) handRuns(ctx context.Context, eng engine.Engine) error {
+	d, canDescribe := eng.(engine.Describer)
+	hd, canHand := eng.(engine.Hander)
+	if !canDescribe || !canHand {
+		return nil
+	}
+	runs := handedRuns{}
+	var errs []error
+	for _, spec := range []*engine.Spec{&h.User, h.Fallback} {
+		if spec == nil {
+			continue
+		}
+		image, command, err := d.Describe(ctx, spec.ID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("learning what %s will run: %w", spec.Name, err))
+			continue
+		}
+		runs[spec.Name] = plannedRun{Image: image, Command: command}
+	}
+	if len(runs) > 0 {
+		data, err := json.Marshal(runs)
+		if err == nil {
+			err = hd.Hand(ctx, h.Waiter.ID, data)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // Plan is the dry run for any container taken as the action, with the

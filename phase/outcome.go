@@ -3,6 +3,7 @@ package phase
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -127,21 +128,68 @@ func (w *waiter) noteWrite(note string) {
 	w.writeNote += note
 }
 
+// learnRuns learns what the user container and the fallback will run,
+// for the result written before each run: from what phase 1 handed over
+// (readHanded), which takes nothing from the wait, however short; what
+// it did not hand over (an engine that cannot, a hand-over that failed)
+// the waiter asks the engine during the wait (describe). With no result
+// file it learns nothing.
+func (w *waiter) learnRuns(ctx context.Context, start time.Time) {
+	if w.ResultFile == "" {
+		return
+	}
+	w.planned = map[string]attempt{}
+	w.readHanded(ctx)
+	w.describe(ctx, start)
+}
+
+// handedWithin bounds the read of what phase 1 handed over: a look at the
+// waiter's own file or container, which an engine that does not answer
+// must not make late for the start by more.
+var handedWithin = 500 * time.Millisecond
+
+// readHanded takes from what phase 1 handed over what the user container
+// and the fallback will run. What cannot be read is logged, and left to
+// describe.
+func (w *waiter) readHanded(ctx context.Context) {
+	hd, ok := w.eng.(engine.Hander)
+	if !ok {
+		return
+	}
+	hctx, stop := context.WithTimeout(ctx, handedWithin)
+	defer stop()
+	data, err := hd.Handed(hctx)
+	if data == nil && err == nil {
+		return // nothing handed over
+	}
+	var runs handedRuns
+	if err == nil {
+		err = json.Unmarshal(data, &runs)
+	}
+	if err != nil {
+		logEvent(w.o.Stdout, "could not read what phase 1 handed over", map[string]string{"error": err.Error()})
+		return
+	}
+	for _, c := range []string{w.UserContainer, w.FallbackContainer} {
+		if r, ok := runs[c]; c != "" && ok {
+			w.planned[c] = attempt{Image: r.Image, Command: r.Command}
+		}
+	}
+}
+
 // describe asks the engine, during the wait before the start at start,
-// what the user container and the fallback will run, for the result
-// written before each run. It takes nothing from the wait: what the
-// engine has not said by start stays unsaid (the file then names the
-// image phase 1 made it of), and with no result file it asks nothing.
+// what the containers phase 1 did not hand over will run. It takes
+// nothing from the wait: what the engine has not said by start stays
+// unsaid (the file then names the image phase 1 made it of).
 func (w *waiter) describe(ctx context.Context, start time.Time) {
 	d, ok := w.eng.(engine.Describer)
-	if !ok || w.ResultFile == "" || !time.Now().Before(start) {
+	if !ok || !time.Now().Before(start) {
 		return
 	}
 	dctx, stop := context.WithDeadline(ctx, start)
 	defer stop()
-	w.planned = map[string]attempt{}
 	for _, c := range []string{w.UserContainer, w.FallbackContainer} {
-		if c == "" {
+		if _, known := w.planned[c]; c == "" || known {
 			continue
 		}
 		image, command, err := d.Describe(dctx, c)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/fake"
 )
 
@@ -362,5 +364,186 @@ func TestTwoDescribeTakesNoTime(t *testing.T) {
 	}
 	if b := rec.before["act-waitdaemon-user"]; len(b) != 1 || b[0].Image != args.UserImage || b[0].Attempts[0].Image != args.UserImage {
 		t.Errorf("result before the start: %+v; want the image phase 1 made the user container of", b)
+	}
+}
+
+// handedOff runs phase 1 on eng with env and a result file in dir, and
+// returns the command line it gave the waiter, with the result file as
+// the test sees it, and phase 1's output.
+func handedOff(t *testing.T, eng *fake.Engine, dir string, env ...string) (WaiterArgs, string) {
+	t.Helper()
+	env = append(env, "WAITDAEMON_RESULT_FILE="+filepath.Join(dir, "result.json"))
+	eng.Says = map[string][]string{"act-waitdaemon-waiter": {`{"msg":"` + msgResultWritable + `"}`}}
+	out, _, err := phaseOne(t, eng, env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHandoff(eng, eng.Action, mustValidate(t, env...), false)
+	args := parseWaiter(t, h.Waiter.Create.(*fake.Planned).Waiter.Args)
+	args.ResultFile = filepath.Join(dir, "result.json") // bound at ResultDir in the waiter
+	return args, out
+}
+
+// TestProvisionalNamesRunsAtOnce: with WAIT_SECONDS 0, which leaves the
+// waiter no time to ask the engine anything, the result written before
+// each run names the image and command of that run, the user container's
+// and the fallback's: phase 1 hands them to the waiter once it has made
+// both, and the waiter reads them without asking the engine.
+func TestProvisionalNamesRunsAtOnce(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback %v", fallback), func(t *testing.T) {
+			dir := t.TempDir()
+			eng := newFake()
+			env := []string{"IMAGE=reboot:1", "WAIT_SECONDS=0"}
+			if fallback {
+				env = append(env, `WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`)
+				eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
+			}
+			args, _ := handedOff(t, eng, dir, env...)
+			if args.WaitSeconds != 0 {
+				t.Fatalf("the waiter waits %d s; want 0", args.WaitSeconds)
+			}
+			phase1 := len(eng.Calls())
+			rec := &recordingStarts{Engine: eng, file: args.ResultFile, before: map[string][]result{}}
+			var out bytes.Buffer
+			if err := Two(context.Background(), rec, args, Options{Stdout: &out}); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range rec.errs {
+				t.Error(e)
+			}
+			runs := map[string]*attempt{}
+			if b := rec.before["act-waitdaemon-user"]; len(b) == 1 && len(b[0].Attempts) == 1 {
+				runs["act-waitdaemon-user"] = &b[0].Attempts[0]
+			} else {
+				t.Errorf("results before the user container's start: %+v; want one, naming its attempt", b)
+			}
+			if fallback {
+				if b := rec.before["act-waitdaemon-fallback"]; len(b) == 1 && b[0].Fallback != nil {
+					runs["act-waitdaemon-fallback"] = b[0].Fallback
+				} else {
+					t.Errorf("results before the fallback's start: %+v; want one, naming the fallback", b)
+				}
+			}
+			for c, a := range runs {
+				if a.Ended || a.Image != "image-of-"+c || !slices.Equal(a.Command, []string{"run", c}) {
+					t.Errorf("before %s: %+v; want it not ended, named image-of-%s, run %s, as the engine made it", c, *a, c, c)
+				}
+			}
+			for _, c := range eng.Calls()[phase1:] {
+				if strings.HasPrefix(c, "Describe") {
+					t.Errorf("the waiter asked the engine %q; want what phase 1 handed over alone", c)
+				}
+			}
+		})
+	}
+}
+
+// TestOneHandOffFails: a hand-over phase 1 cannot make, or make whole,
+// fails nothing: phase 1 says so and hands off, and the waiter asks the
+// engine during the wait for what it lacks.
+func TestOneHandOffFails(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		fail      string
+		wantNamed string // what the waiter has from phase 1
+	}{
+		{fail: "Hand act-waitdaemon-waiter"},
+		{fail: "Describe act-waitdaemon-fallback", wantNamed: "act-waitdaemon-user"},
+	} {
+		t.Run(tc.fail, func(t *testing.T) {
+			dir := t.TempDir()
+			eng := newFake()
+			eng.Fail = map[string]error{tc.fail: boom}
+			args, out := handedOff(t, eng, dir, "IMAGE=reboot:1", `WAITDAEMON_FALLBACK_COMMAND=["reboot","-f"]`)
+			if !strings.Contains(out, `"msg":"could not hand the waiter what its containers will run; it asks the engine during the wait"`) || !strings.Contains(out, "boom") ||
+				!strings.Contains(out, `"msg":"handed off"`) {
+				t.Errorf("phase 1 said:\n%s\nwant the hand-over's failure, and the hand-off", out)
+			}
+			w := &waiter{WaiterArgs: args, eng: eng, o: Options{Stdout: io.Discard}}
+			w.learnRuns(t.Context(), time.Now()) // no time to ask the engine
+			var named []string
+			for c := range w.planned {
+				named = append(named, c)
+			}
+			if tc.wantNamed == "" && len(named) != 0 || tc.wantNamed != "" && !slices.Equal(named, []string{tc.wantNamed}) {
+				t.Errorf("the waiter has what %q will run from phase 1; want %q", named, tc.wantNamed)
+			}
+			eng.Fail = nil
+			w.learnRuns(t.Context(), time.Now().Add(time.Second))
+			if len(w.planned) != 2 {
+				t.Errorf("with time to ask, the waiter knows what %v will run; want both", w.planned)
+			}
+		})
+	}
+}
+
+// slowHanded is the fake engine, whose Handed answers only when its ctx
+// ends: an engine that does not answer.
+type slowHanded struct{ *recordingStarts }
+
+func (s slowHanded) Handed(ctx context.Context) ([]byte, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestTwoHandedUnread: what phase 1 handed over that the waiter cannot
+// read, or read in time, is logged, and the waiter asks the engine
+// during the wait; with no wait, the start is late by handedWithin at
+// most, and the result before it names the image phase 1 made the user
+// container of.
+func TestTwoHandedUnread(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		wait     int
+		slow     bool
+		handed   string // what phase 1 left; "" for nothing
+		fail     error
+		wantSays string
+		wantRun  attempt // before the user container's start
+	}{
+		{name: "not JSON", wait: 1, handed: "{", wantSays: "unexpected end of JSON input",
+			wantRun: attempt{Image: "image-of-act-waitdaemon-user", Command: []string{"run", "act-waitdaemon-user"}}},
+		{name: "the engine's error", wait: 1, fail: errors.New("boom"), wantSays: "boom",
+			wantRun: attempt{Image: "image-of-act-waitdaemon-user", Command: []string{"run", "act-waitdaemon-user"}}},
+		{name: "no answer, no wait", slow: true, wantSays: "context deadline exceeded", wantRun: attempt{Image: "reboot:1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recordingStarts{Engine: waiterFake(false), file: filepath.Join(t.TempDir(), "result.json"), before: map[string][]result{}}
+			rec.Own = "act-waitdaemon-waiter"
+			if tc.handed != "" {
+				if err := rec.Hand(t.Context(), "act-waitdaemon-waiter", []byte(tc.handed)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec.Fail = map[string]error{"Handed": tc.fail}
+			rec.ExitedAt = time.Now()
+			args := waiterArgs(0, false)
+			args.WaitSeconds, args.ResultFile, args.UserImage = tc.wait, rec.file, "reboot:1"
+			var eng engine.Engine = rec
+			if tc.slow {
+				eng = slowHanded{rec}
+			}
+			var out bytes.Buffer
+			if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), `"msg":"could not read what phase 1 handed over"`) || !strings.Contains(out.String(), tc.wantSays) {
+				t.Errorf("the waiter said:\n%s\nwant that it could not read what phase 1 handed over: %s", out.String(), tc.wantSays)
+			}
+			var started waited
+			for _, l := range strings.Split(out.String(), "\n") {
+				if strings.Contains(l, `"msg":"started user container"`) {
+					_ = json.Unmarshal([]byte(l), &started)
+				}
+			}
+			if started.StartSent == "" || started.LateMS > (handedWithin+200*time.Millisecond).Milliseconds() {
+				t.Errorf("start sent %d ms late; want within handedWithin, %v:\n%s", started.LateMS, handedWithin, out.String())
+			}
+			b := rec.before["act-waitdaemon-user"]
+			if len(b) != 1 || len(b[0].Attempts) != 1 || b[0].Attempts[0].Image != tc.wantRun.Image || !slices.Equal(b[0].Attempts[0].Command, tc.wantRun.Command) {
+				t.Errorf("result before the start: %+v; want its run named %q, %q", b, tc.wantRun.Image, tc.wantRun.Command)
+			}
+		})
 	}
 }

@@ -59,8 +59,9 @@ type waiter struct {
 	o   Options
 	// from is when WAIT_SECONDS counted from (countFrom).
 	from time.Time
-	// planned is what each container will run, by name, as the engine
-	// said during the wait: its Image and Command alone.
+	// planned is what each container will run, by name, as phase 1
+	// handed it over or the engine said during the wait: its Image and
+	// Command alone.
 	planned map[string]attempt
 	// lastWrite is closed once the last write of the result file that
 	// was begun has ended; writeNote says which writes before a run did
@@ -89,7 +90,7 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 	}
 	w.from = w.countFrom(ctx, exit)
 	start := w.from.Add(time.Duration(w.WaitSeconds) * time.Second)
-	w.describe(ctx, start)
+	w.learnRuns(ctx, start)
 	if !engine.Sleep(ctx, time.Until(start)) {
 		return w.cancel() // a signal during the action or the wait
 	}
