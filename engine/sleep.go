@@ -60,10 +60,16 @@ func WaitGone(ctx context.Context, by time.Time, watch Watch, gone func(context.
 			if ok {
 				return earlier(at, time.Now()), true
 			}
+			if ctx.Err() != nil { // the stream ended with ctx
+				return time.Now(), false
+			}
 			removed = nil
 			pause, most = goneEvery, goneAtMost
 			look.Reset(0)
 		case <-look.C:
+			if ctx.Err() != nil {
+				return time.Now(), false
+			}
 			if gone(ctx) {
 				return removedAt(removed, time.Now()), true
 			}

@@ -125,3 +125,15 @@ func TestWaitGoneBy(t *testing.T) {
 		t.Errorf("WaitGone with no stream = %v, %v; want not gone", at, gone)
 	}
 }
+
+// TestWaitGoneByNoLook: at the bound, the stream's end with it starts no
+// look: a look on an ended context can take the engine client's pause.
+func TestWaitGoneByNoLook(t *testing.T) {
+	for range 20 {
+		var l looks
+		by := time.Now().Add(50 * time.Millisecond)
+		if _, gone := WaitGone(context.Background(), by, watching(-1, time.Time{}), l.gone); gone || l.n.Load() != 0 {
+			t.Fatalf("WaitGone = gone %v after %d looks; want not gone, and no look", gone, l.n.Load())
+		}
+	}
+}
