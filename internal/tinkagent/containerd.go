@@ -51,12 +51,13 @@ type Container struct {
 	// Finish.
 	Etc string
 
-	c      *containerdapi.Client
-	etc    *etcFiles
-	cni    *CNI
-	net    *Attachment
-	fifos  *fifos
-	output *relay
+	c       *containerdapi.Client
+	etc     *etcFiles
+	cni     *CNI
+	net     *Attachment
+	fifos   *fifos
+	output  *relay
+	release Release
 }
 
 // Run runs a as the agent's Execute does, under a's timeout: it pulls the
@@ -144,9 +145,9 @@ func (r *Containerd) Create(ctx context.Context, a Action) (_ *Container, err er
 	hostname := hostnameOf(id, hostNetwork)
 	ctr := &Container{
 		ID: id, Name: a.ContainerName(), Snapshotter: snapshotter, Hostname: hostname,
-		c: r.C, output: &relay{to: r.Output},
+		c: r.C, output: &relay{to: r.Output}, release: a.Release.orHead(),
 	}
-	ctr.SnapshotKey = ctr.Name + "-" + id[:8]
+	ctr.SnapshotKey = ctr.release.snapshotKey(ctr.Name, id)
 	defer func() {
 		if err != nil {
 			ctr.remove(context.WithoutCancel(ctx))
@@ -180,9 +181,7 @@ func (r *Containerd) Create(ctx context.Context, a Action) (_ *Container, err er
 	if err == nil {
 		_, err = r.C.ContainerCreate(lctx, containerdapi.Container{
 			ID: id, Image: ref.Qualified(),
-			Labels: map[string]string{
-				"nerdctl/namespace": ns, "nerdctl/name": ctr.Name, "nerdctl/extraHosts": "[]", "nerdctl/hostname": hostname,
-			},
+			Labels:  ctr.release.labels(ns, ctr.Name, hostname),
 			Runtime: containerdapi.Runtime{Name: containerdapi.RuncV2},
 			Spec:    containerdapi.SpecAny(s), Snapshotter: snapshotter, SnapshotKey: ctr.SnapshotKey,
 		})
@@ -360,8 +359,9 @@ func (c *Container) Output() string { return c.output.String() }
 // Finish is what the agent does once the action has ended, in its
 // deferred calls' order: it takes the action off its CNI network (the
 // task's namespace path, gone with its process by then), deletes the
-// task; a failed action's container is kept, a successful one's deleted
-// with its snapshot; the /etc files are deleted either way.
+// task; a failed action's container is kept (v0.24.0 and later), a
+// successful one's deleted with its snapshot, as v0.23.0 deletes every
+// one; the /etc files are deleted either way.
 func (c *Container) Finish(ctx context.Context, res Result) error {
 	var errs []error
 	// The CNI network's removal is logged, not reported, by the agent.
@@ -370,9 +370,10 @@ func (c *Container) Finish(ctx context.Context, res Result) error {
 		errs = append(errs, fmt.Errorf("deleting the task of action %s: %w", c.Name, err))
 	}
 	c.fifos.close()
-	if res.Succeeded() {
+	if res.Succeeded() || !c.release.keepsFailed() {
 		// A successful action's container deleted with its snapshot
-		// (WithSnapshotCleanup); a failed one kept, for the operator.
+		// (WithSnapshotCleanup); from v0.24.0 a failed one kept, for the
+		// operator.
 		if err := c.c.ContainerDelete(ctx, c.ID); err != nil && !errors.Is(err, containerdapi.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("deleting action %s: %w", c.Name, err))
 		}

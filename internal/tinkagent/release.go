@@ -83,6 +83,37 @@ func (r Release) hostDir() string {
 	return ""
 }
 
+// snapshotKey is the containerd runtime's snapshot of container id,
+// named name: v0.24.0 and later suffix the ID's first 8 characters, so
+// that a retried action's snapshot does not collide with the one its
+// failed run's kept container holds; v0.23.0 keeps no failed container
+// and names the snapshot as the container (conv.ParseName).
+func (r Release) snapshotKey(name, id string) string {
+	if r == V023 {
+		return name
+	}
+	return name + "-" + id[:8]
+}
+
+// labels are the containerd runtime's labels of a container named name in
+// namespace ns: nerdctl's name, extra hosts and hostname, and from
+// v0.24.0 its namespace (which `nerdctl logs` needs). v0.24.0 and later
+// also label it with their json-file log and its directory, which the
+// runner does not keep.
+func (r Release) labels(ns, name, hostname string) map[string]string {
+	l := map[string]string{"nerdctl/name": name, "nerdctl/extraHosts": "[]", "nerdctl/hostname": hostname}
+	if r != V023 {
+		l["nerdctl/namespace"] = ns
+	}
+	return l
+}
+
+// keepsFailed: the containerd runtime of v0.24.0 and later keeps a failed
+// action's container and snapshot for the operator; v0.23.0's deletes
+// them whatever the action's end (its deferred Delete with
+// WithSnapshotCleanup).
+func (r Release) keepsFailed() bool { return r != V023 }
+
 // deadline is the worker's deadline for an action of timeout seconds:
 // tink-worker gives a zero timeout an hour (worker.execute); tink-agent,
 // every release, makes it a deadline already passed.

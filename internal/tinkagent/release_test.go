@@ -201,3 +201,31 @@ func TestZeroTimeoutByRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseCleanUp: the containerd runtime's snapshot of a container,
+// its namespace label, and whether it keeps a failed action's, by release (TestRealAgent holds
+// both to the released agents).
+func TestReleaseCleanUp(t *testing.T) {
+	id := strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		r           Release
+		key         string
+		keepsFailed bool
+	}{
+		{V023, "tinkerbell_a_1", false},
+		{V024, "tinkerbell_a_1-abababab", true},
+		{V025, "tinkerbell_a_1-abababab", true},
+		{Head, "tinkerbell_a_1-abababab", true},
+	} {
+		if got := tc.r.snapshotKey("tinkerbell_a_1", id); got != tc.key {
+			t.Errorf("%s: snapshot %q, want %q", tc.r, got, tc.key)
+		}
+		_, namespace := tc.r.labels("ns", "n", "h")["nerdctl/namespace"]
+		if want := tc.r != V023; namespace != want {
+			t.Errorf("%s: labels %v, want nerdctl/namespace: %v", tc.r, tc.r.labels("ns", "n", "h"), want)
+		}
+		if got := tc.r.keepsFailed(); got != tc.keepsFailed {
+			t.Errorf("%s: keeps a failed action's container: %v, want %v", tc.r, got, tc.keepsFailed)
+		}
+	}
+}
