@@ -204,6 +204,7 @@ func TestRealAgent(t *testing.T) {
 	rels := realAgents(t)
 	templates := docTemplates(t)
 	t.Run("docker", func(t *testing.T) {
+		onRow(t, "docker")
 		c := setup(t)
 		for _, rel := range rels {
 			t.Run(rel.version, func(t *testing.T) { compareOnDocker(t, c, rel, templates) })

@@ -87,7 +87,19 @@ field() {
 	return "${PIPESTATUS[0]}"
 }
 
+# Tinkerbell's released agents and their server sides (make
+# tink-agents): the whole matrix's comparison of the runner with them
+# (e2e's TestRealAgent, on the docker and containerd rows) and the VM
+# suite's rows run them. Built once into the cache; its own step, so
+# that the build's time is not the tests'.
+agents() { make --no-print-directory tink-agents; }
+
 total=$SECONDS
+if [ "$tier" = all ]; then
+	case $part in
+	'' | e2e | e2e-docker | e2e-containerd | field) step "Tinkerbell's releases (make tink-agents)" agents ;;
+	esac
+fi
 case $part in
 '')
 	step "go vet and the unit tests" unit
