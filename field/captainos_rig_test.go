@@ -30,12 +30,19 @@ var (
 	cniSetUp   = regexp.MustCompile(`tinkagent: CNI: (\S+) set up on (\S+) in (\S+): eth0 (\S+)`)
 	cniRemoved = regexp.MustCompile(`tinkagent: CNI: (\S+) removed from (\S+) in (\S+)`)
 	cniFailed  = regexp.MustCompile(`tinkagent: CNI: (setting up|removing) .*`)
+	// A release's real agent, as field/realagent sees it: host-local's
+	// address files under /var/lib/cni/networks, made at the setup and
+	// deleted at the teardown; and the agent's own word on a failure.
+	realSetUp   = regexp.MustCompile(`realagent: CNI: (\S+) allocated (\S+) to (\S+) \((\S*)\)`)
+	realRemoved = regexp.MustCompile(`realagent: CNI: (\S+) released (\S+) of (\S+)`)
+	realFailed  = regexp.MustCompile(`failed to (setup|remove) CNI network`)
 )
 
 // CheckCaptainOS checks a CaptainOS-like machine's console: the machine
-// as shipped, and the action's CNI network, which the runner set up unless
-// the action is on the host's network, and took down before its report
-// (the line at report). It returns how long the teardown took. Every
+// as shipped, and the action's CNI network, which the runner or the real
+// agent set up unless the action is on the host's network, and took down
+// before its report (the line at report). It returns how long the
+// teardown took (the runner's; 0 for the real agent, which does not say). Every
 // action the field runs has its task made, the one killed at its timeout
 // too (after phase 1 created the user container).
 func CheckCaptainOS(lines []Line, hostNetwork bool, report time.Time) (time.Duration, error) {
@@ -70,14 +77,21 @@ func CheckCaptainOS(lines []Line, hostNetwork bool, report time.Time) (time.Dura
 	}
 
 	var setUp, removed *Line
+	address, real := "", false
 	for i, l := range lines {
 		if cniFailed.MatchString(l.Text) {
 			return 0, fmt.Errorf("the runner's CNI: %s", l.Text)
 		}
-		if setUp == nil && cniSetUp.MatchString(l.Text) {
-			setUp = &lines[i]
+		if realFailed.MatchString(l.Text) {
+			return 0, fmt.Errorf("the real agent's CNI: %s", l.Text)
 		}
-		if removed == nil && cniRemoved.MatchString(l.Text) {
+		if m := cniSetUp.FindStringSubmatch(l.Text); setUp == nil && m != nil {
+			setUp, address = &lines[i], m[4]
+		}
+		if m := realSetUp.FindStringSubmatch(l.Text); setUp == nil && m != nil {
+			setUp, address, real = &lines[i], m[2], true
+		}
+		if removed == nil && (cniRemoved.MatchString(l.Text) || realRemoved.MatchString(l.Text)) {
 			removed = &lines[i]
 		}
 	}
@@ -90,12 +104,17 @@ func CheckCaptainOS(lines []Line, hostNetwork bool, report time.Time) (time.Dura
 	switch {
 	case setUp == nil:
 		return 0, fmt.Errorf("the action is not on the host's network, and the runner set up no CNI network")
-	case !strings.HasPrefix(cniSetUp.FindStringSubmatch(setUp.Text)[4], "172.17."):
+	case !strings.HasPrefix(address, "172.17."):
 		return 0, fmt.Errorf("the action's address is not on CaptainOS's bridge, 172.17.0.0/23: %s", setUp.Text)
 	case removed == nil:
 		return 0, fmt.Errorf("the runner set up CNI, and did not take it down: %s", setUp.Text)
 	case removed.At.After(report):
 		return 0, fmt.Errorf("the CNI network was taken down after the report: %s", removed.Text)
+	}
+	if real {
+		// The real agent says nothing of its teardown's time; that it
+		// ended before the report is what the field holds.
+		return 0, nil
 	}
 	took, err := time.ParseDuration(cniRemoved.FindStringSubmatch(removed.Text)[3])
 	if err != nil {

@@ -84,3 +84,49 @@ func releaseOf(t *testing.T, name string) tinkagent.Release {
 	}
 	return r
 }
+
+// TestCheckCaptainOSRealAgent: with a release's real agent, the action's
+// CNI network is read from the address host-local allocated to it and
+// released (field/realagent's lines), and the agent's own failure lines
+// fail the row.
+func TestCheckCaptainOSRealAgent(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 7, 0, 0, 0, time.UTC)
+	shipped := "FIELD-CAPTAINOS cni-plugins=bridge,firewall,host-local,loopback,portmap,tuning cni-conf=10-bridge.conflist resolv-conf=/run/systemd/resolve/resolv.conf resolved=active stub-listener=no cri=absent"
+	setUp := "realagent: CNI: bridge allocated 172.17.0.2 to 0123456789abcdef (tinkerbell_reboot_01KFIELD)"
+	removed := "realagent: CNI: bridge released 172.17.0.2 of 0123456789abcdef"
+	failed := `{"level":"error","msg":"failed to setup CNI network, container will have no network"}`
+	report := t0.Add(10 * time.Second)
+	lines := func(texts ...string) []Line {
+		var out []Line
+		for i, s := range texts {
+			out = append(out, Line{At: t0.Add(time.Duration(i) * time.Second), Text: s})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		lines   []Line
+		hostNet bool
+		want    string
+	}{
+		{"allocated and released before the report", lines(shipped, setUp, removed), false, ""},
+		{"on the host's network", lines(shipped), true, ""},
+		{"never released", lines(shipped, setUp), false, "did not take it down"},
+		{"released after the report", append(lines(shipped, setUp), Line{At: report.Add(time.Second), Text: removed}), false, "after the report"},
+		{"an address off the bridge", lines(shipped, strings.Replace(setUp, "172.17.0.2", "10.88.0.2", 1), removed), false, "not on CaptainOS's bridge"},
+		{"the agent's setup failed", lines(shipped, failed, setUp, removed), false, "the real agent's CNI"},
+		{"an address on the host's network", lines(shipped, setUp, removed), true, "on the host's network, yet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			took, err := CheckCaptainOS(tc.lines, tc.hostNet, report)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("CheckCaptainOS: %v; want none", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("CheckCaptainOS: %v; want an error saying %q", err, tc.want)
+			case tc.want == "" && took != 0:
+				t.Fatalf("the teardown took %v; want 0, the real agent's being unsaid", took)
+			}
+		})
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 )
 
 // The tools the field needs on the host, and the packages that hold them.
@@ -64,15 +66,20 @@ type field struct {
 	images   map[string]Image
 	registry *Registry
 	runner   []byte // tools/tinkagent, static
-	busybox  string
-	logs     string
-	logNames map[string]int // how many runs each log name has had
+	// realAgent is field/realagent, static; releases each real release's
+	// tink-agent and tink-server (make tink-agents), by release.
+	realAgent []byte
+	releases  map[tinkagent.Release][2][]byte
+	busybox   string
+	logs      string
+	logNames  map[string]int // how many runs each log name has had
 }
 
 // Row is one line of the table `make field` prints.
 type Row struct {
 	Scenario, OS, Want, Outcome string
-	// Release is the one the runner copied.
+	// Release is what ran the action: the real agent of a release, or
+	// the runner copying one (releaseLabel).
 	Release          string
 	By               string // the run that took the machine down
 	ExitToDown, Wall time.Duration
@@ -134,7 +141,7 @@ func TestField(t *testing.T) {
 			continue
 		}
 		i := len(rows)
-		rows = append(rows, Row{Scenario: sc.Name, OS: sc.OS, Release: string(sc.Release), Want: sc.Want, Outcome: "-"})
+		rows = append(rows, Row{Scenario: sc.Name, OS: sc.OS, Release: releaseLabel(sc.Release), Want: sc.Want, Outcome: "-"})
 		if sc.Skip != "" && !all {
 			rows[i].Note = "left out: " + sc.Skip
 			continue
@@ -207,6 +214,32 @@ func setUp(t *testing.T) *field {
 	if f.runner, err = os.ReadFile(runner); err != nil {
 		t.Fatal(err)
 	}
+	// The released agents and their server sides (make tink-agents), and
+	// field/realagent, which runs them in the machines.
+	realAgent := filepath.Join(bin, "realagent")
+	build(realAgent, "./field/realagent")
+	if f.realAgent, err = os.ReadFile(realAgent); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(repo, "scripts/tinkerbell.sh")).Output()
+	if err != nil {
+		t.Fatalf("building Tinkerbell's releases (make tink-agents, scripts/tinkerbell.sh; it needs the Go module proxy): %v\n%s", err, out)
+	}
+	f.releases = map[tinkagent.Release][2][]byte{}
+	for r, v := range realVersions {
+		dir := ""
+		for _, d := range strings.Fields(string(out)) {
+			if filepath.Base(d) == "tinkerbell-"+v {
+				dir = d
+			}
+		}
+		agent, err1 := os.ReadFile(filepath.Join(dir, "tink-agent"))
+		server, err2 := os.ReadFile(filepath.Join(dir, "tink-server"))
+		if dir == "" || err1 != nil || err2 != nil {
+			t.Fatalf("tink-agent %s and its server side in %q: %v, %v (make tink-agents builds them)", v, dir, err1, err2)
+		}
+		f.releases[r] = [2][]byte{agent, server}
+	}
 
 	// The images: waitdaemon's (make image), the kexec action, and an
 	// alpine stand-in, busybox with its applets linked.
@@ -274,7 +307,8 @@ func dockerBuild(t *testing.T, dir, tag string) {
 }
 
 // The guest's side: /field/run waits for the engine, runs the action
-// with the runner as tink-agent would, and says on the console how it
+// with the runner as tink-agent would, or with a release's real
+// tink-agent (RUNNER=/field/realagent), and says on the console how it
 // went.
 const runScript = `#!/bin/sh
 . /field/env
@@ -357,9 +391,9 @@ else
 fi
 echo FIELD-RUNNING
 if [ -x /field/bootkit ]; then
-	/field/bootkit $RUNNER_FLAGS -release "$RELEASE"
+	RUNNER=$RUNNER /field/bootkit $RUNNER_FLAGS -release "$RELEASE"
 else
-	/field/tinkagent $RUNNER_FLAGS -runtime "$RUNTIME" -socket "$SOCKET" -release "$RELEASE" -action /field/action.yaml
+	${RUNNER:-/field/tinkagent} $RUNNER_FLAGS -runtime "$RUNTIME" -socket "$SOCKET" -release "$RELEASE" -action /field/action.yaml
 fi
 echo "FIELD-RUNNER-EXIT $?"
 if [ "$RUNTIME" = containerd ]; then
@@ -436,7 +470,7 @@ func machinesAtOnce(s string) (int, error) {
 // run boots sc's machine, runs its action, and watches it go down; its
 // console goes to logName in f.logs.
 func (f *field) run(t *testing.T, sc Scenario, logName string) Row {
-	row := Row{Scenario: sc.Name, OS: sc.OS, Want: sc.Want, Release: string(sc.Release)}
+	row := Row{Scenario: sc.Name, OS: sc.OS, Want: sc.Want, Release: releaseLabel(sc.Release)}
 	t.Logf("booting %s for %s", sc.OS, sc.Name)
 	img := f.images[sc.OS]
 	// Not t.TempDir(): QEMU's options take no commas in a path.
@@ -454,6 +488,12 @@ func (f *field) run(t *testing.T, sc Scenario, logName string) Row {
 		env += "MOUNT_TARGET=1\n"
 	}
 	env += "RELEASE=" + string(sc.Release) + "\n"
+	real, isReal := f.releases[sc.Release]
+	if isReal {
+		// The release's real tink-agent, fed over gRPC by its own server
+		// side on the machine's loopback.
+		env += "RUNNER=/field/realagent\n"
+	}
 	if len(sc.Preload) > 0 {
 		env += "PRELOAD='" + strings.Join(sc.Preload, " ") + "'\n"
 	}
@@ -473,6 +513,12 @@ func (f *field) run(t *testing.T, sc Scenario, logName string) Row {
 			{Name: "field/action.yaml", Mode: 0o644, Data: []byte(sc.Action)},
 			{Name: "field/tinkagent", Mode: 0o755, Data: f.runner},
 		},
+	}
+	if isReal {
+		m.Extra = append(m.Extra,
+			File{Name: "field/realagent", Mode: 0o755, Data: f.realAgent},
+			File{Name: "field/tink-agent", Mode: 0o755, Data: real[0]},
+			File{Name: "field/tink-server", Mode: 0o755, Data: real[1]})
 	}
 	if isHookOS(sc.OS) {
 		m.Extra = append(m.Extra, File{Name: "field/bootkit", Mode: 0o755, Data: []byte(bootkitScript)})

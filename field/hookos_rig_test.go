@@ -43,7 +43,9 @@ var hookDockerBinds = [][2]string{
 // tink-worker, create it with hook-bootkit's settings, start it), waits
 // for the runner
 // to end and exits with its code. Its arguments go to the runner (its
-// release, say). The action is in /worker, which
+// release, say); RUNNER, if set, is the runner (field/realagent, which
+// runs a release's real tink-agent, with tink-agent and tink-server
+// beside it in the image). The action is in /worker, which
 // hook-docker binds from the host's /var/run/worker.
 var bootkitScript = `#!/bin/sh
 d=$(pidof dockerd)
@@ -52,8 +54,15 @@ echo "FIELD-HOOK-DOCKER mnt=$(ns $d mnt) host-mnt=$(ns 1 mnt) pid=$(ns $d pid) h
 /bin/busybox awk '{print "FIELD-HOOK-DOCKER-MOUNT " $5 " " $4}' /proc/$d/mountinfo
 echo "FIELD-DOCKER-INFO $(docker info --format '{"LoggingDriver":{{json .LoggingDriver}},"Debug":{{json .Debug}}}')"
 image=` + tinkWorkerImage + `
-mkdir -p /tmp/tink-worker && cp /field/tinkagent /tmp/tink-worker/
-/bin/busybox tar -C /tmp/tink-worker -c tinkagent | docker import -c 'ENTRYPOINT ["/tinkagent"]' - "$image" >/dev/null ||
+runner=${RUNNER:-/field/tinkagent}
+mkdir -p /tmp/tink-worker && cp "$runner" /tmp/tink-worker/
+if [ "$runner" = /field/realagent ]; then
+	# A release's real tink-agent, and its server side, which realagent
+	# starts on the machine's loopback (the container has the host's
+	# network).
+	cp /field/tink-agent /field/tink-server /tmp/tink-worker/
+fi
+/bin/busybox tar -C /tmp/tink-worker -c . | docker import -c "ENTRYPOINT [\"/${runner##*/}\"]" - "$image" >/dev/null ||
 	{ echo "FIELD-BOOTKIT importing $image failed"; exit 1; }
 docker rm -f tink-worker >/dev/null 2>&1
 cp /field/action.yaml /var/run/worker/action.yaml

@@ -27,6 +27,59 @@ var oldest = map[string]tinkagent.Release{
 	"captainos/docs/templates.md CaptainOS (containerd) poweroff":  tinkagent.V023,
 }
 
+// realVersions are the releases whose real tink-agent the field runs
+// (make tink-agents builds them; field/realagent runs each over gRPC,
+// fed by that release's own server side): every release the runner
+// copies but tink-worker, which has no release to build here, and HEAD,
+// main after v0.25.0, which the module proxy does not serve (it differs
+// from v0.25.0 in its containerd runtime's certs.d pull alone, which the
+// runner keeps).
+var realVersions = map[tinkagent.Release]string{
+	tinkagent.V023: "v0.23.0",
+	tinkagent.V024: "v0.24.0",
+	tinkagent.V025: "v0.25.0",
+}
+
+// releaseLabel is what ran a row's action: the real agent, by its exact
+// version, or the runner copying a release.
+func releaseLabel(r tinkagent.Release) string {
+	if v, ok := realVersions[r]; ok {
+		return "tink-agent " + v
+	}
+	return "runner " + string(r)
+}
+
+// everyRealRelease adds, for each release of realVersions that no
+// template's run is under on an OS, a run of that OS's gate template (the
+// README's reboot) under it alone, if the template claims it: every real
+// agent takes each machine it supports down at least once.
+func everyRealRelease(scs []Scenario) []Scenario {
+	covered := map[string]bool{}
+	for _, sc := range scs {
+		covered[strings.TrimSuffix(sc.OS, "26")+"/"+string(sc.Release)] = true
+	}
+	var add []Scenario
+	for _, os := range []string{"captainos", "hookos"} {
+		for _, r := range []tinkagent.Release{tinkagent.V023, tinkagent.V024, tinkagent.V025} {
+			if covered[os+"/"+string(r)] {
+				continue
+			}
+			for _, sc := range scs {
+				base, _, _ := strings.Cut(sc.Name, " under ")
+				if sc.OS != os || base != gateTemplates[os] || !slices.Contains(sc.Releases, r) {
+					continue
+				}
+				s := sc
+				s.Name, s.Release, s.Releases, s.Gate = base+" under "+string(r), r, []tinkagent.Release{r}, false
+				add = append(add, s)
+				covered[os+"/"+string(r)] = true
+				break
+			}
+		}
+	}
+	return append(scs, add...)
+}
+
 // runtimeOf is the runtime tink-agent uses on os.
 func runtimeOf(os string) string {
 	if os == "captainos" {

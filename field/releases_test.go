@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -208,6 +209,37 @@ func TestReleaseRules(t *testing.T) {
 		errs := checkReleases("t.md", block{"t", tc.text})
 		if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, tc.want) }) {
 			t.Errorf("%s: %q; want %q", tc.text, errs, tc.want)
+		}
+	}
+}
+
+// TestEveryRealRelease: each release whose real tink-agent the field
+// runs takes each machine it supports down in at least one row, and the
+// rows that stand for it name it exactly.
+func TestEveryRealRelease(t *testing.T) {
+	scs, err := Scenarios("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, os := range []string{"captainos", "hookos"} {
+		for r, v := range realVersions {
+			n := 0
+			for _, sc := range scs {
+				if strings.TrimSuffix(sc.OS, "26") == os && sc.Release == r && sc.Want != StayedUp {
+					n++
+					if got := releaseLabel(sc.Release); got != "tink-agent "+v {
+						t.Errorf("%s/%s: labelled %q, want tink-agent %s", sc.OS, sc.Name, got, v)
+					}
+				}
+			}
+			if n == 0 {
+				t.Errorf("no row takes %s down with tink-agent %s", os, v)
+			}
+		}
+	}
+	for _, sc := range scs {
+		if _, real := realVersions[sc.Release]; !real && sc.Release != tinkagent.TinkWorker && sc.Release != tinkagent.Head {
+			t.Errorf("%s/%s: under %s, which neither the runner alone nor a real agent stands for", sc.OS, sc.Name, sc.Release)
 		}
 	}
 }

@@ -50,8 +50,10 @@ type Scenario struct {
 	// runs the README's reboot template on each OS, on machines that need
 	// no Docker built from source; every scenario runs in make test-all.
 	Gate bool
-	// Release is the one the runner copies in the machine; Releases those
-	// it stands for, which make the same container (tinkagent.SameSpec).
+	// Release is the one whose worker runs the action in the machine:
+	// its real tink-agent where make tink-agents builds it
+	// (realVersions), else the runner copying it; Releases those it
+	// stands for, which make the same container (tinkagent.SameSpec).
 	Release  tinkagent.Release
 	Releases []tinkagent.Release
 
@@ -269,6 +271,7 @@ func Scenarios(repo string) ([]Scenario, error) {
 			scs = append(scs, head)
 		}
 	}
+	scs = everyRealRelease(scs)
 	for _, os := range []string{"captainos", "hookos"} {
 		// pid at the top level, which every release reads.
 		sock, pid := "/run/containerd/containerd.sock", "  pid: host\n"
