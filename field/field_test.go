@@ -79,7 +79,7 @@ type field struct {
 type Row struct {
 	Scenario, OS, Want, Outcome string
 	// Release is what ran the action: the real agent of a release, or
-	// the runner copying one (releaseLabel).
+	// the runner copying one (field.label).
 	Release          string
 	By               string // the run that took the machine down
 	ExitToDown, Wall time.Duration
@@ -141,7 +141,7 @@ func TestField(t *testing.T) {
 			continue
 		}
 		i := len(rows)
-		rows = append(rows, Row{Scenario: sc.Name, OS: sc.OS, Release: releaseLabel(sc.Release), Want: sc.Want, Outcome: "-"})
+		rows = append(rows, Row{Scenario: sc.Name, OS: sc.OS, Release: f.label(sc.Release), Want: sc.Want, Outcome: "-"})
 		if sc.Skip != "" && !all {
 			rows[i].Note = "left out: " + sc.Skip
 			continue
@@ -215,13 +215,28 @@ func setUp(t *testing.T) *field {
 		t.Fatal(err)
 	}
 	// The released agents and their server sides (make tink-agents), and
-	// field/realagent, which runs them in the machines.
+	// field/realagent, which runs them in the machines: make test-all's.
+	// make test's rows (-short) keep the runner, so that the gate builds
+	// nothing of Tinkerbell's.
+	if !testing.Short() {
+		f.loadReleases(t, bin, build)
+	}
+	f.setUpImages(t, repo, bin, build)
+	return f
+}
+
+// loadReleases builds field/realagent and reads each real release's
+// tink-agent and tink-server, building them first if the cache lacks
+// them (scripts/tinkerbell.sh).
+func (f *field) loadReleases(t *testing.T, bin string, build func(out, pkg string)) {
+	t.Helper()
+	var err error
 	realAgent := filepath.Join(bin, "realagent")
 	build(realAgent, "./field/realagent")
 	if f.realAgent, err = os.ReadFile(realAgent); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(filepath.Join(repo, "scripts/tinkerbell.sh")).Output()
+	out, err := exec.Command(filepath.Join(f.repo, "scripts/tinkerbell.sh")).Output()
 	if err != nil {
 		t.Fatalf("building Tinkerbell's releases (make tink-agents, scripts/tinkerbell.sh; it needs the Go module proxy): %v\n%s", err, out)
 	}
@@ -240,7 +255,22 @@ func setUp(t *testing.T) *field {
 		}
 		f.releases[r] = [2][]byte{agent, server}
 	}
+}
 
+// label is what runs a row's action here: the release's real agent where
+// this run has it, else the runner copying the release.
+func (f *field) label(r tinkagent.Release) string {
+	if _, ok := f.releases[r]; ok {
+		return releaseLabel(r)
+	}
+	return "runner " + string(r)
+}
+
+// setUpImages builds the images the templates name, starts the registry
+// and pushes them there.
+func (f *field) setUpImages(t *testing.T, repo, bin string, build func(out, pkg string)) {
+	t.Helper()
+	var err error
 	// The images: waitdaemon's (make image), the kexec action, and an
 	// alpine stand-in, busybox with its applets linked.
 	// Into a directory of its own: the end-to-end tests may build theirs in
@@ -276,11 +306,10 @@ func setUp(t *testing.T) *field {
 		"waitdaemon-field-kexec:latest": "kexec:latest",
 		"waitdaemon-field-alpine:3.20":  "alpine:3.20",
 	} {
-		if err := f.registry.Push(ctx, local, name); err != nil {
+		if err := f.registry.Push(context.Background(), local, name); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return f
 }
 
 func copyFile(t *testing.T, from, to string) {
@@ -470,7 +499,7 @@ func machinesAtOnce(s string) (int, error) {
 // run boots sc's machine, runs its action, and watches it go down; its
 // console goes to logName in f.logs.
 func (f *field) run(t *testing.T, sc Scenario, logName string) Row {
-	row := Row{Scenario: sc.Name, OS: sc.OS, Want: sc.Want, Release: releaseLabel(sc.Release)}
+	row := Row{Scenario: sc.Name, OS: sc.OS, Want: sc.Want, Release: f.label(sc.Release)}
 	t.Logf("booting %s for %s", sc.OS, sc.Name)
 	img := f.images[sc.OS]
 	// Not t.TempDir(): QEMU's options take no commas in a path.
