@@ -296,7 +296,10 @@ func watchCNI(ctx context.Context, c *containerdapi.Client, logf func(string, ..
 				continue
 			}
 			id, _, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
-			now[f] = strings.TrimSpace(id)
+			if id = strings.TrimSpace(id); id == "" {
+				continue // made, its ID not yet written: the next look has it
+			}
+			now[f] = id
 		}
 		for f, id := range now {
 			if _, ok := held[f]; !ok {
