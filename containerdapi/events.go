@@ -50,10 +50,7 @@ func (m *TaskExit) fields() []field {
 // TaskExit decodes the envelope's event, which must be a TaskExit.
 func (m *Envelope) TaskExit() (TaskExit, error) {
 	var e TaskExit
-	if m.Event.TypeURL != "containerd.events.TaskExit" {
-		return e, fmt.Errorf("event of topic %s is a %q, not a TaskExit", m.Topic, m.Event.TypeURL)
-	}
-	err := unmarshal(m.Event.Value, &e)
+	err := m.decode("TaskExit", &e)
 	return e, err
 }
 
@@ -76,10 +73,7 @@ func (m *TaskStart) fields() []field {
 // TaskStart decodes the envelope's event, which must be a TaskStart.
 func (m *Envelope) TaskStart() (TaskStart, error) {
 	var e TaskStart
-	if m.Event.TypeURL != "containerd.events.TaskStart" {
-		return e, fmt.Errorf("event of topic %s is a %q, not a TaskStart", m.Topic, m.Event.TypeURL)
-	}
-	err := unmarshal(m.Event.Value, &e)
+	err := m.decode("TaskStart", &e)
 	return e, err
 }
 
@@ -100,10 +94,7 @@ func (m *ContainerDelete) fields() []field {
 // ContainerDelete.
 func (m *Envelope) ContainerDelete() (ContainerDelete, error) {
 	var e ContainerDelete
-	if m.Event.TypeURL != "containerd.events.ContainerDelete" {
-		return e, fmt.Errorf("event of topic %s is a %q, not a ContainerDelete", m.Topic, m.Event.TypeURL)
-	}
-	err := unmarshal(m.Event.Value, &e)
+	err := m.decode("ContainerDelete", &e)
 	return e, err
 }
 
@@ -148,3 +139,12 @@ func (s *Subscription) Next() (Envelope, error) {
 
 // Close ends the subscription.
 func (s *Subscription) Close() { s.s.Close() }
+
+// decode decodes the envelope's event into e, which must be the event
+// named containerd.events.<name>.
+func (m *Envelope) decode(name string, e message) error {
+	if m.Event.TypeURL != "containerd.events."+name {
+		return fmt.Errorf("event of topic %s is a %q, not a %s", m.Topic, m.Event.TypeURL, name)
+	}
+	return unmarshal(m.Event.Value, e)
+}
