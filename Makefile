@@ -15,7 +15,10 @@ BIN     ?= bin
 # stay small enough for an in-memory OS. It keeps net/http's HTTP/2 client
 # (no nethttpomithttp2 tag): containerdapi speaks gRPC over it, unencrypted,
 # and without it every containerd call fails. That costs about 340 KB.
-GOBUILD = CGO_ENABLED=0 GOOS=linux go build -trimpath \
+# The purego tag swaps the crypto packages' assembly (which net/http links
+# for TLS, never used on an engine's socket) for their Go code: 164 KB
+# less on amd64, 64 KB on arm64.
+GOBUILD = CGO_ENABLED=0 GOOS=linux go build -trimpath -tags purego \
 	-gcflags=all=-l -ldflags "-s -w -X main.version=$(VERSION)"
 
 .PHONY: tink-agents build test test-all sweep soak field image probe-image demo bench bench-short record fuzz mutate engine docker29 docker28 docker26 clean oci push containerd record-containerd

@@ -351,9 +351,9 @@ func (e *Engine) find(ctx context.Context, ref string) (containerdapi.Container,
 	if len(list) == 0 {
 		return ctr, fmt.Errorf("container %s: %w", ref, err)
 	}
-	slices.SortFunc(list, func(a, b containerdapi.Container) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	e.remember(ref, list[0].ID)
-	return list[0], nil
+	newest := slices.MaxFunc(list, func(a, b containerdapi.Container) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	e.remember(ref, newest.ID)
+	return newest, nil
 }
 
 // List lists the containers labelled label=value, whether each ran, and

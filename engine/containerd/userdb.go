@@ -1,7 +1,6 @@
 package containerd
 
 import (
-	"archive/tar"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+	"github.com/waitdaemon/waitdaemon/internal/tarfile"
 )
 
 // The files of an image that its USER is resolved from.
@@ -117,7 +117,7 @@ func (e *Engine) scanLayer(ctx context.Context, d containerdapi.Descriptor, file
 	opaque := false
 	var whiteouts []string
 	b.r = r
-	tr := tar.NewReader(b)
+	tr := tarfile.NewReader(b)
 	for len(settled) < 2 {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -136,7 +136,7 @@ func (e *Engine) scanLayer(ctx context.Context, d containerdapi.Descriptor, file
 				whiteouts = append(whiteouts, f)
 			}
 		case (name == etcPasswd || name == etcGroup) && !settled[name]:
-			if h.Typeflag != tar.TypeReg {
+			if !h.Regular() {
 				return fmt.Errorf("/%s %w", name, errLink)
 			}
 			data, err := io.ReadAll(io.LimitReader(tr, maxUserFile+1))

@@ -8,7 +8,6 @@
 package docker
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -29,6 +28,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/imageref"
 	"github.com/waitdaemon/waitdaemon/inherit"
 	"github.com/waitdaemon/waitdaemon/inherit/hostconfig"
+	"github.com/waitdaemon/waitdaemon/internal/tarfile"
 	"github.com/waitdaemon/waitdaemon/selfid"
 )
 
@@ -510,13 +510,13 @@ func (e *Engine) readSaid(ctx context.Context, id string) (string, error) {
 		return "", err
 	}
 	defer rc.Close()
-	tr := tar.NewReader(rc)
+	tr := tarfile.NewReader(rc)
 	for {
 		hdr, err := tr.Next()
 		if err != nil {
 			return "", fmt.Errorf("reading %s: %w", saidFile, err)
 		}
-		if hdr.Typeflag != tar.TypeReg {
+		if !hdr.Regular() {
 			continue
 		}
 		data, err := io.ReadAll(io.LimitReader(tr, maxSaid))

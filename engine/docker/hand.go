@@ -1,8 +1,6 @@
 package docker
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,9 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/internal/tarfile"
 )
 
 var _ engine.Hander = (*Engine)(nil)
@@ -29,19 +27,11 @@ const maxHanded = 1 << 20
 // through the engine: a container cannot be relabelled on Docker, and the
 // waiter, FROM scratch and running as root, has a root it can read.
 func (e *Engine) Hand(ctx context.Context, waiter string, data []byte) error {
-	var archive bytes.Buffer
-	tw := tar.NewWriter(&archive)
-	hdr := &tar.Header{Name: strings.TrimPrefix(handedFile, "/"), Mode: 0o644, Size: int64(len(data)), ModTime: time.Unix(0, 0)}
-	if err := tw.WriteHeader(hdr); err != nil {
+	archive, err := tarfile.One(strings.TrimPrefix(handedFile, "/"), data)
+	if err != nil {
 		return fmt.Errorf("handing the waiter: %w", err)
 	}
-	if _, err := tw.Write(data); err != nil {
-		return fmt.Errorf("handing the waiter: %w", err)
-	}
-	if err := tw.Close(); err != nil {
-		return fmt.Errorf("handing the waiter: %w", err)
-	}
-	if err := e.C.ContainerPutArchive(ctx, waiter, "/", archive.Bytes()); err != nil {
+	if err := e.C.ContainerPutArchive(ctx, waiter, "/", archive); err != nil {
 		return fmt.Errorf("handing the waiter: %w", err)
 	}
 	return nil
