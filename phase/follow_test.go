@@ -388,4 +388,56 @@ func TestTwoLostRunEnds(t *testing.T) {
 		}
 		checkResultFile(t, args.ResultFile, res)
 	})
+
+	t.Run("the last run, nothing after it", func(t *testing.T) {
+		eng := waiterFake(false)
+		eng.Fail = map[string]error{"Follow act-waitdaemon-user": engineGone}
+		var out bytes.Buffer
+		if err := Two(context.Background(), eng, waiterArgs(0, false), Options{Stdout: &out}); err != nil {
+			t.Fatalf("phase 2: %v\n%s", err, out.String())
+		}
+		if slices.Contains(eng.Calls(), "Stop act-waitdaemon-user") {
+			t.Errorf("the last run, lost, was stopped with nothing to run after it (it may be the reboot): %q", eng.Calls())
+		}
+		res := lastResult(t, out.String())
+		a := res.Attempts[0]
+		if len(res.Attempts) != 1 || res.ExitCode != unfollowedExitCode || !a.Kept || !strings.Contains(a.LogNote, "not stopped: it may run on") {
+			t.Errorf("result = %+v; want the one run, failed, kept, and a note that it was left to run on", res)
+		}
+	})
+
+	t.Run("a signal while it is stopped", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		eng := waiterFake(true)
+		eng.Exits = map[string][]int{"act-waitdaemon-user": {1}}
+		eng.Once = map[string][]error{"Follow act-waitdaemon-user": {engineGone, engineGone}}
+		args := waiterArgs(1, true)
+		args.ResultFile = filepath.Join(t.TempDir(), "result.json")
+		var out bytes.Buffer
+		if err := Two(ctx, signalOnStop{eng, cancel}, args, Options{Stdout: &out}); err != nil {
+			t.Fatalf("phase 2: %v\n%s", err, out.String())
+		}
+		if slices.Contains(eng.Calls(), "Again act-waitdaemon-user-2") {
+			t.Errorf("a re-run made after the signal: %q", eng.Calls())
+		}
+		res := lastResult(t, out.String())
+		if len(res.Attempts) != 1 || res.Attempts[0].FinishedAt == "" || !strings.Contains(res.Stopped, "stopped by a signal") || res.Fallback == nil || res.Fallback.Ended {
+			t.Errorf("result = %+v; want the stopped run with its end, no re-run, the fallback started and not followed, and why", res)
+		}
+		checkResultFile(t, args.ResultFile, res)
+	})
 }
+
+// signalOnStop is the fake engine on which a signal comes as a run is
+// stopped.
+type signalOnStop struct {
+	*fake.Engine
+	signal context.CancelFunc
+}
+
+func (e signalOnStop) Stop(ctx context.Context, id string) error {
+	e.signal()
+	return e.Engine.Stop(ctx, id)
+}
+

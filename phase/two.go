@@ -335,9 +335,16 @@ func (w *waiter) runFallback(ctx context.Context, res result) (result, error) {
 // end never followed) becomes the run as the engine then tells it; one
 // whose start failed is stopped, in case the start took effect. One whose
 // end cannot be learnt is the last: it goes into res, which says why, and
-// halted is true.
+// halted is true. A lost run that nothing follows is left to run on, as
+// its note says.
 func (w *waiter) beforeNext(ctx context.Context, a attempt, n int, res *result) (_ attempt, halted bool) {
-	if !a.lost && !a.unsure || n > w.Retries && w.FallbackContainer == "" {
+	if !a.lost && !a.unsure {
+		return a, false
+	}
+	if n > w.Retries && w.FallbackContainer == "" {
+		if a.lost { // nothing follows it: it may be what takes the machine down
+			a.LogNote += "; the last run, so it was not stopped: it may run on"
+		}
 		return a, false
 	}
 	var err error
