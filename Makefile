@@ -167,9 +167,11 @@ containerd:
 # /var/cache/waitdaemon/tinkerbell-VERSION the first time (about 4
 # minutes in all; a second when cached): make test-all's comparison of
 # the runner with the real agent (e2e, TestRealAgent) and the VM suite's
-# rows run them.
+# rows run them; and v0.25.0's whole control plane (cmd/tinkerbell
+# -tags embedded, 7-18 minutes more), which the VM suite's control-plane
+# rows run.
 tink-agents:
-	@scripts/tinkerbell.sh >/dev/null
+	@EMBEDDED=1 scripts/tinkerbell.sh >/dev/null
 
 record-containerd: engine containerd
 	testdata/record-containerd.sh

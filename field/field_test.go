@@ -70,6 +70,9 @@ type field struct {
 	// tink-agent and tink-server (make tink-agents), by release.
 	realAgent []byte
 	releases  map[tinkagent.Release][2][]byte
+	// controlPlane is controlPlaneRelease's whole control plane, the
+	// embedded tinkerbell binary (make tink-agents).
+	controlPlane string
 	busybox   string
 	logs      string
 	logNames  map[string]int // how many runs each log name has had
@@ -141,7 +144,7 @@ func TestField(t *testing.T) {
 			continue
 		}
 		i := len(rows)
-		rows = append(rows, Row{Scenario: sc.Name, OS: sc.OS, Release: f.label(sc.Release), Want: sc.Want, Outcome: "-"})
+		rows = append(rows, Row{Scenario: sc.Name, OS: sc.OS, Release: f.rowLabel(sc), Want: sc.Want, Outcome: "-"})
 		if sc.Skip != "" && !all {
 			rows[i].Note = "left out: " + sc.Skip
 			continue
@@ -236,7 +239,9 @@ func (f *field) loadReleases(t *testing.T, bin string, build func(out, pkg strin
 	if f.realAgent, err = os.ReadFile(realAgent); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(filepath.Join(f.repo, "scripts/tinkerbell.sh")).Output()
+	cmd := exec.Command(filepath.Join(f.repo, "scripts/tinkerbell.sh"))
+	cmd.Env = append(os.Environ(), "EMBEDDED=1")
+	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("building Tinkerbell's releases (make tink-agents, scripts/tinkerbell.sh; it needs the Go module proxy): %v\n%s", err, out)
 	}
@@ -254,7 +259,22 @@ func (f *field) loadReleases(t *testing.T, bin string, build func(out, pkg strin
 			t.Fatalf("tink-agent %s and its server side in %q: %v, %v (make tink-agents builds them)", v, dir, err1, err2)
 		}
 		f.releases[r] = [2][]byte{agent, server}
+		if r == controlPlaneRelease {
+			f.controlPlane = filepath.Join(dir, "tinkerbell-embedded")
+			if _, err := os.Stat(f.controlPlane); err != nil {
+				t.Fatalf("%s's whole control plane: %v (make tink-agents builds it)", v, err)
+			}
+		}
 	}
+}
+
+// rowLabel is what runs sc's action here: label's, and the whole control
+// plane for a control-plane row.
+func (f *field) rowLabel(sc Scenario) string {
+	if sc.ControlPlane {
+		return f.label(sc.Release) + " + control plane"
+	}
+	return f.label(sc.Release)
 }
 
 // label is what runs a row's action here: the release's real agent where
@@ -499,7 +519,7 @@ func machinesAtOnce(s string) (int, error) {
 // run boots sc's machine, runs its action, and watches it go down; its
 // console goes to logName in f.logs.
 func (f *field) run(t *testing.T, sc Scenario, logName string) Row {
-	row := Row{Scenario: sc.Name, OS: sc.OS, Want: sc.Want, Release: f.label(sc.Release)}
+	row := Row{Scenario: sc.Name, OS: sc.OS, Want: sc.Want, Release: f.rowLabel(sc)}
 	t.Logf("booting %s for %s", sc.OS, sc.Name)
 	img := f.images[sc.OS]
 	// Not t.TempDir(): QEMU's options take no commas in a path.
@@ -532,9 +552,41 @@ func (f *field) run(t *testing.T, sc Scenario, logName string) Row {
 	if sc.Slow > 0 {
 		env += fmt.Sprintf("SLOW_DEVICE=%d\n", sc.Slow)
 	}
+	forwards := []Forward{{Guest: 5017, Host: f.registry.Port}}
+	var cp *ControlPlane
+	if sc.ControlPlane {
+		if !isReal || f.controlPlane == "" {
+			t.Fatalf("%s: a control-plane row needs %s's real agent and its whole control plane (make tink-agents; make test-all)", sc.Name, sc.Release)
+		}
+		// The whole control plane on the host, in a network namespace
+		// of its own; the agent in the machine reaches its tink-server
+		// through a guestfwd into it.
+		cctx, ccancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		began := time.Now()
+		cp, err = StartControlPlane(cctx, f.controlPlane, dir)
+		ccancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cp.Stop()
+		agentID := "field-" + sc.OS
+		pctx, pcancel := context.WithCancel(context.Background())
+		defer pcancel()
+		if err := cp.Provision(pctx, agentID, sc.Action); err != nil {
+			t.Fatalf("%v (the control plane's log: %s)", err, filepath.Join(dir, "tinkerbell.log"))
+		}
+		t.Logf("%s's whole control plane ready and provisioned in %.1f s", realVersions[sc.Release], time.Since(began).Seconds())
+		forwards = append(forwards, Forward{Guest: TinkServerPort, Host: TinkServerPort, Netns: cp.Netns})
+		flags := fmt.Sprintf("-grpc-server %s:%d -id %s", GuestForwardAddr, TinkServerPort, agentID)
+		if strings.Contains(env, "RUNNER_FLAGS=-cni\n") {
+			flags += " -cni"
+			env = strings.Replace(env, "RUNNER_FLAGS=-cni\n", "", 1)
+		}
+		env += "RUNNER_FLAGS='" + flags + "'\n"
+	}
 	m := Machine{
 		Kernel: img.Kernel, Initrd: img.Initrd, Append: cmdline,
-		Forwards: []Forward{{Guest: 5017, Host: f.registry.Port}},
+		Forwards: forwards,
 		Extra: []File{
 			{Name: "field", Mode: modeDir | 0o755},
 			{Name: "field/run", Mode: 0o755, Data: []byte(runScript)},
@@ -673,6 +725,19 @@ func (f *field) run(t *testing.T, sc Scenario, logName string) Row {
 		row.ExitToDown = down.At.Sub(exitAt)
 	}
 	vm.Kill()
+	if cp != nil {
+		// The report is the control plane's: the Workflow's SUCCESS, as
+		// its status said it, before the machine went down.
+		succeeded, err := cp.Succeeded()
+		if err != nil {
+			return fail("%v", err)
+		}
+		if row.Outcome != StayedUp && !succeeded.Before(down.At) {
+			return fail("the Workflow's SUCCESS was read %.2f s after the machine went down", succeeded.Sub(down.At).Seconds())
+		}
+		row.ExitToReport = succeeded.Sub(exitAt)
+		t.Logf("the Workflow's states: %+v", cp.States())
+	}
 	if sc.KillAfterCreate {
 		row.Note += ", " + killed.Note()
 		left, err := NothingStarted(vm.Lines())

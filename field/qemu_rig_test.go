@@ -34,8 +34,13 @@ type Machine struct {
 
 // Forward is one guestfwd: the guest's connections to 10.0.2.100:Guest
 // reach 127.0.0.1:Host, through one helper per connection (QEMU's cmd:
-// form; the tcp: form connects once, when QEMU starts).
-type Forward struct{ Guest, Host int }
+// form; the tcp: form connects once, when QEMU starts); Host's loopback
+// is that of the network namespace Netns, if set (a file such as
+// /proc/PID/ns/net), which the helper enters.
+type Forward struct {
+	Guest, Host int
+	Netns       string
+}
 
 // GuestForwardAddr is where the guest reaches the host's forwarded ports.
 const GuestForwardAddr = "10.0.2.100"
@@ -99,7 +104,11 @@ func (m Machine) Boot(ctx context.Context, dir string) (*VM, error) {
 	qmp := filepath.Join(dir, "qmp.sock")
 	net := "user,id=n0,restrict=on"
 	for _, f := range m.Forwards {
-		net += fmt.Sprintf(",guestfwd=tcp:%s:%d-cmd:busybox nc 127.0.0.1 %d", GuestForwardAddr, f.Guest, f.Host)
+		helper := fmt.Sprintf("busybox nc 127.0.0.1 %d", f.Host)
+		if f.Netns != "" {
+			helper = "nsenter --net=" + f.Netns + " " + helper
+		}
+		net += fmt.Sprintf(",guestfwd=tcp:%s:%d-cmd:%s", GuestForwardAddr, f.Guest, helper)
 	}
 	vm := &VM{Accel: Accel(), dir: dir, changed: make(chan struct{}), exited: make(chan struct{})}
 	args := []string{"-machine", "q35", "-m", "2048", "-no-reboot",
@@ -310,10 +319,15 @@ func (vm *VM) Err() error {
 // live holds the VMs running, for KillAll.
 var live sync.Map
 
-// KillAll kills every VM still running: for a test that is interrupted.
+// KillAll kills every VM and control plane still running: for a test
+// that is interrupted.
 func KillAll() {
 	live.Range(func(k, _ any) bool {
 		k.(*VM).Kill()
+		return true
+	})
+	liveControlPlanes.Range(func(k, _ any) bool {
+		k.(*ControlPlane).Stop()
 		return true
 	})
 }

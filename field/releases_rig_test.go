@@ -133,3 +133,29 @@ func byRelease(sc Scenario) ([]Scenario, error) {
 	}
 	return out, nil
 }
+
+// controlPlaneRelease is the release whose whole control plane the field
+// runs (scripts/tinkerbell.sh builds it with EMBEDDED=1).
+const controlPlaneRelease = tinkagent.V025
+
+// controlPlaneRows are the README's reboot on each OS (its gate
+// template) under controlPlaneRelease, fed by that release's whole
+// control plane: a Template and a Workflow made through its Kubernetes
+// API, the Workflow's SUCCESS read from its status.
+func controlPlaneRows(scs []Scenario) []Scenario {
+	var add []Scenario
+	for _, os := range []string{"captainos", "hookos"} {
+		for _, sc := range scs {
+			base, _, _ := strings.Cut(sc.Name, " under ")
+			if sc.OS != os || base != gateTemplates[os] || !slices.Contains(sc.Releases, controlPlaneRelease) {
+				continue
+			}
+			s := sc
+			s.Name = base + " under " + realVersions[controlPlaneRelease] + "'s whole control plane"
+			s.Release, s.Releases, s.Gate, s.ControlPlane = controlPlaneRelease, []tinkagent.Release{controlPlaneRelease}, false, true
+			add = append(add, s)
+			break
+		}
+	}
+	return add
+}

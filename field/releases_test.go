@@ -243,3 +243,47 @@ func TestEveryRealRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestControlPlaneRows: each OS's README reboot runs once under
+// v0.25.0's whole control plane, in make test-all alone, and no other
+// row does.
+func TestControlPlaneRows(t *testing.T) {
+	scs, err := Scenarios("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := map[string]int{}
+	for _, sc := range scs {
+		if !sc.ControlPlane {
+			continue
+		}
+		on[sc.OS]++
+		base, _, _ := strings.Cut(sc.Name, " under ")
+		if base != gateTemplates[sc.OS] || sc.Release != tinkagent.V025 || sc.Gate || !strings.HasSuffix(sc.Name, "whole control plane") {
+			t.Errorf("%s/%s: want the README's reboot under v0.25.0's whole control plane, not in the gate (release %s, gate %v)", sc.OS, sc.Name, sc.Release, sc.Gate)
+		}
+	}
+	if on["captainos"] != 1 || on["hookos"] != 1 || len(on) != 2 {
+		t.Errorf("control-plane rows by OS: %v; want one on captainos and one on hookos", on)
+	}
+}
+
+// TestTemplateText: the Template holds the action as written, the one
+// action of the one task, for the agent the Workflow names device_1.
+func TestTemplateText(t *testing.T) {
+	action := "- name: reboot\n  image: waitdaemon:latest\n  command: [\"reboot\"]\n"
+	var tmpl struct {
+		Tasks []struct {
+			Worker  string
+			Actions []map[string]any
+		}
+	}
+	text := TemplateText(action)
+	if err := yaml.Unmarshal([]byte(text), &tmpl); err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	if len(tmpl.Tasks) != 1 || tmpl.Tasks[0].Worker != "{{.device_1}}" || len(tmpl.Tasks[0].Actions) != 1 ||
+		tmpl.Tasks[0].Actions[0]["name"] != "reboot" || !strings.Contains(text, "      command: [\"reboot\"]\n") {
+		t.Errorf("template:\n%s", text)
+	}
+}

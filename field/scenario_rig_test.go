@@ -56,6 +56,11 @@ type Scenario struct {
 	// stands for, which make the same container (tinkagent.SameSpec).
 	Release  tinkagent.Release
 	Releases []tinkagent.Release
+	// ControlPlane: the action comes from the release's whole control
+	// plane (ControlPlane), a Template and a Workflow made through its
+	// Kubernetes API, to the release's real tink-agent; the row reads
+	// SUCCESS from the Workflow's status. make test-all's alone.
+	ControlPlane bool
 
 	// By is the run that should take the machine down (ByCommand,
 	// ByRetry, ByFallback; ByNothing for none); Retries, Fallback and
@@ -272,6 +277,7 @@ func Scenarios(repo string) ([]Scenario, error) {
 		}
 	}
 	scs = everyRealRelease(scs)
+	scs = append(scs, controlPlaneRows(scs)...)
 	for _, os := range []string{"captainos", "hookos"} {
 		// pid at the top level, which every release reads.
 		sock, pid := "/run/containerd/containerd.sock", "  pid: host\n"

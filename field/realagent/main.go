@@ -23,6 +23,12 @@
 // the action's container gets, and prints when it is allocated and when
 // released ("realagent: CNI: ..."), which the field checks as it checks
 // the runner's own CNI lines.
+//
+// With -grpc-server ADDR it starts no server: the agent, named -id, is
+// pointed at ADDR, a whole control plane's tink-server (the field's
+// control-plane row), which alone sees the reports. The line is then
+// printed once the engine removed the action's container
+// (tinkerbell_NAME_ID), removed_at the engine's time of the removal.
 package main
 
 import (
@@ -78,6 +84,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	serverPath := fs.String("server", filepath.Join(filepath.Dir(self), "tink-server"), "the release's server side")
 	release := fs.String("release", "", "the release, for the line")
 	_ = fs.Bool("cni", false, "accepted: the real agent always loads CNI")
+	remote := fs.String("grpc-server", "", "a control plane's tink-server, host:port: no server is started")
+	agentID := fs.String("id", "waitdaemon", "the agent's ID")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -103,6 +111,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		logf("watching the engine: %v", err)
 		return 1
+	}
+	if *remote != "" {
+		return runRemote(ctx, *remote, *agentID, *agentPath, *runtime, *socket, *namespace, *release, exits, stdout, stderr, logf)
 	}
 
 	server := exec.CommandContext(ctx, *serverPath, "-template", *file, "-listen", "127.0.0.1:0", "-exit")
@@ -144,14 +155,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		switch l.Msg {
 		case "serving":
-			agent = exec.CommandContext(ctx, *agentPath, "--id", "waitdaemon", "--grpc-server", l.Listen, "--attribute-detection=false", "--runtime", *runtime)
-			if *runtime == "docker" {
-				agent.Args = append(agent.Args, "--docker-socket", *socket)
-			} else {
-				agent.Args = append(agent.Args, "--containerd-socket", *socket, "--containerd-namespace", *namespace)
-			}
-			// The agent's log and the action's output, as its service's.
-			agent.Stdout, agent.Stderr = stderr, stderr
+			agent = agentCommand(ctx, *agentPath, *agentID, l.Listen, *runtime, *socket, *namespace, stderr)
 			if err := agent.Start(); err != nil {
 				logf("starting the agent: %v", err)
 				return 1
@@ -195,10 +199,104 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-// exitLog holds each container's exit, by its name.
+// agentCommand is the release's tink-agent, named id, pointed at the
+// tink-server at addr; its log and the action's output go to out, as its
+// service's.
+func agentCommand(ctx context.Context, path, id, addr, runtime, socket, namespace string, out io.Writer) *exec.Cmd {
+	agent := exec.CommandContext(ctx, path, "--id", id, "--grpc-server", addr, "--attribute-detection=false", "--runtime", runtime)
+	if runtime == "docker" {
+		agent.Args = append(agent.Args, "--docker-socket", socket)
+	} else {
+		agent.Args = append(agent.Args, "--containerd-socket", socket, "--containerd-namespace", namespace)
+	}
+	agent.Stdout, agent.Stderr = out, out
+	return agent
+}
+
+// runRemote runs the agent against a control plane's tink-server at
+// addr, and prints the line of each action once the engine has removed
+// its container; it runs until the machine goes down or a signal.
+func runRemote(ctx context.Context, addr, id, agentPath, runtime, socket, namespace, release string, exits *exitLog, stdout, stderr io.Writer, logf func(string, ...any)) int {
+	agent := agentCommand(ctx, agentPath, id, addr, runtime, socket, namespace, stderr)
+	if err := agent.Start(); err != nil {
+		logf("starting the agent: %v", err)
+		return 1
+	}
+	logf("tink-agent %s started, pointed at the control plane's tink-server %s", id, addr)
+	done := make(chan error, 1)
+	go func() { done <- agent.Wait() }()
+	printed := map[string]bool{}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			logf("the agent ended: %v", err)
+			return 1
+		case <-ctx.Done():
+			_ = agent.Process.Signal(syscall.SIGTERM)
+			<-done
+			return 1
+		case <-tick.C:
+		}
+		for name, e := range exits.removed() {
+			action, ok := actionName(name)
+			if !ok || printed[name] {
+				continue
+			}
+			printed[name] = true
+			b, _ := json.Marshal(line{Msg: "action exited", Action: action, ExitCode: e.code, At: e.at, RemovedAt: e.removedAt, Release: release, Real: true})
+			fmt.Fprintf(stdout, "%s\n", b)
+		}
+	}
+}
+
+// actionName is the action's name in the name tink-agent gives its
+// container, tinkerbell_NAME_ID; the containers waitdaemon makes from it
+// are none.
+func actionName(container string) (string, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimPrefix(container, "/"), "tinkerbell_")
+	i := strings.LastIndex(rest, "_")
+	if !ok || i <= 0 || strings.Contains(rest, "-waitdaemon") {
+		return "", false
+	}
+	return rest[:i], true
+}
+
+// exitLog holds each container's exit, by its name, and its removal.
 type exitLog struct {
 	mu     sync.Mutex
 	byName map[string]exit
+	gone   map[string]time.Time
+}
+
+// remove logs the removal of the container name at.
+func (l *exitLog) remove(name string, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gone == nil {
+		l.gone = map[string]time.Time{}
+	}
+	l.gone[name] = at
+}
+
+// removedExit is an exit whose container was then removed.
+type removedExit struct {
+	exit
+	removedAt time.Time
+}
+
+// removed are the exits of containers since removed, by name.
+func (l *exitLog) removed() map[string]removedExit {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]removedExit{}
+	for name, at := range l.gone {
+		if e, ok := l.byName[name]; ok {
+			out[name] = removedExit{e, at}
+		}
+	}
+	return out
 }
 
 func (l *exitLog) add(name string, e exit) {
@@ -227,7 +325,7 @@ func (l *exitLog) find(suffix string) (exit, bool) {
 // watchDocker logs each container's die event: its name, exit code and
 // time.
 func watchDocker(ctx context.Context, c *dockerapi.Client, exits *exitLog) error {
-	ev, err := c.Events(ctx, dockerapi.EventsOptions{Filters: map[string][]string{"type": {"container"}, "event": {"die"}}})
+	ev, err := c.Events(ctx, dockerapi.EventsOptions{Filters: map[string][]string{"type": {"container"}, "event": {"die", "destroy"}}})
 	if err != nil {
 		return err
 	}
@@ -237,6 +335,10 @@ func watchDocker(ctx context.Context, c *dockerapi.Client, exits *exitLog) error
 			m, err := ev.Next()
 			if err != nil {
 				return
+			}
+			if m.Action == "destroy" {
+				exits.remove(m.Actor.Attributes["name"], time.Unix(0, m.TimeNano))
+				continue
 			}
 			var code int
 			_, _ = fmt.Sscan(m.Actor.Attributes["exitCode"], &code)
@@ -249,7 +351,7 @@ func watchDocker(ctx context.Context, c *dockerapi.Client, exits *exitLog) error
 // watchContainerd logs each task's exit, by its container's nerdctl name
 // (read when the task starts).
 func watchContainerd(ctx context.Context, c *containerdapi.Client, exits *exitLog) error {
-	sub, err := c.Subscribe(ctx, `topic=="/tasks/start"`, `topic=="`+containerdapi.TopicTaskExit+`"`)
+	sub, err := c.Subscribe(ctx, `topic=="/tasks/start"`, `topic=="`+containerdapi.TopicTaskExit+`"`, `topic=="`+containerdapi.TopicContainerDelete+`"`)
 	if err != nil {
 		return err
 	}
@@ -272,6 +374,10 @@ func watchContainerd(ctx context.Context, c *containerdapi.Client, exits *exitLo
 			}
 			if x, err := e.TaskExit(); err == nil && x.ID == x.ContainerID {
 				exits.add(names[x.ContainerID], exit{at: x.ExitedAt, code: int(x.ExitStatus)})
+				continue
+			}
+			if d, err := e.ContainerDelete(); err == nil {
+				exits.remove(names[d.ID], e.Timestamp)
 			}
 		}
 	}()
