@@ -73,9 +73,9 @@ type field struct {
 	// controlPlane is controlPlaneRelease's whole control plane, the
 	// embedded tinkerbell binary (make tink-agents).
 	controlPlane string
-	busybox   string
-	logs      string
-	logNames  map[string]int // how many runs each log name has had
+	busybox      string
+	logs         string
+	logNames     map[string]int // how many runs each log name has had
 }
 
 // Row is one line of the table `make field` prints.
