@@ -292,6 +292,16 @@ func One(name string, data []byte) ([]byte, error) {
 	copy(h[257:265], "ustar\x0000")
 	octal(h[329:337], 0) // device numbers
 	octal(h[337:345], 0)
+	setChecksum(h[:])
+	out := make([]byte, 0, block+len(data)+int(padding(int64(len(data))))+2*block)
+	out = append(out, h[:]...)
+	out = append(out, data...)
+	return append(out, make([]byte, padding(int64(len(data)))+2*block)...), nil
+}
+
+// setChecksum writes header h's checksum: its bytes summed, the field
+// itself counted as spaces, as six octal digits, a NUL and a space.
+func setChecksum(h []byte) {
 	copy(h[148:156], "        ")
 	var sum int64
 	for _, c := range h {
@@ -299,10 +309,6 @@ func One(name string, data []byte) ([]byte, error) {
 	}
 	octal(h[148:155], sum)
 	h[155] = ' '
-	out := make([]byte, 0, block+len(data)+int(padding(int64(len(data))))+2*block)
-	out = append(out, h[:]...)
-	out = append(out, data...)
-	return append(out, make([]byte, padding(int64(len(data)))+2*block)...), nil
 }
 
 // octal writes n into f as zero-padded octal digits and a NUL.

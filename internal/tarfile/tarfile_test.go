@@ -318,16 +318,6 @@ func header(t testing.TB, name string, typ byte, size int64) []byte {
 	return h
 }
 
-func setChecksum(h []byte) {
-	copy(h[148:156], "        ")
-	var sum int64
-	for _, c := range h {
-		sum += int64(c)
-	}
-	octal(h[148:155], sum)
-	h[155] = ' '
-}
-
 func pad(data []byte) []byte {
 	return append(bytes.Clone(data), make([]byte, padding(int64(len(data))))...)
 }
