@@ -104,8 +104,8 @@ push: oci
 
 # The end-to-end tests' and the demo's user image: it records what it got.
 probe-image:
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/probe/probe ./testdata/probe
-	cp testdata/probe/Dockerfile bin/probe/
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/probe/probe ./tools/probe
+	cp tools/probe/Dockerfile bin/probe/
 	DOCKER_BUILDKIT=0 docker build -q -t $(PROBE_IMAGE) bin/probe
 
 # On Docker 20.10, then on Docker 29, 28.2 and 26.1, on Podman 4.3 (a
@@ -121,7 +121,7 @@ DOCKER_SOCKETS = /run/docker29/docker.sock /run/docker28/docker.sock /run/docker
 CONTAINERD_SOCKET = /run/containerd-test/containerd.sock
 ENGINES_CACHE ?= /var/cache/waitdaemon
 CTR = $(ENGINES_CACHE)/containerd-v2.2.1/ctr
-BENCH = go run ./bench -image $(IMAGE) -probe $(PROBE_IMAGE)
+BENCH = go run ./tools/bench -image $(IMAGE) -probe $(PROBE_IMAGE)
 
 bench: engine docker29 docker28 docker26 containerd build image probe-image
 	for sock in $(DOCKER_SOCKETS); do \
@@ -199,7 +199,7 @@ fuzz:
 # under it, which are packages of their own (engine's engine/docker, ...).
 # The binary's packages with unit tests, all but main: gremlins would take
 # the coverage of the root by ./..., e2e and field with it.
-MUTATE_PKGS ?= phase inherit inherit/hostconfig inherit/ocispec selfid imageref dockerapi engine engine/containerd engine/docker containerdapi internal/socketclient internal/redact
+MUTATE_PKGS ?= phase inherit inherit/hostconfig inherit/ocispec selfid imageref dockerapi engine engine/containerd engine/docker containerdapi internal/socketclient internal/redact internal/tarfile
 MUTATE_WORKERS ?= 2
 MUTATE_TIMEOUT ?= 12
 MUTATE_DIR = bin/mutate

@@ -14,9 +14,9 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/engine/fake"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
 	"github.com/waitdaemon/waitdaemon/phase"
+	"github.com/waitdaemon/waitdaemon/testkit/fake"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 )
 
 // TestWaiterCommandLine: the waiter's command line that phase 1 plans

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
-	"github.com/waitdaemon/waitdaemon/internal/grpcrr"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
-	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"github.com/waitdaemon/waitdaemon/testkit/grpcrr"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 // TestAPI is curl for the socket (README, Debugging): it prints the

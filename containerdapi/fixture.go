@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Codec is the codec of recorded fixtures (internal/grpcrr's Codec):
+// Codec is the codec of recorded fixtures (testkit/grpcrr's Codec):
 // messages by method, as the trace shows them. It is for the tests of
 // this package and of those built on it; nothing in the binary uses it.
 var Codec codec

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
-	"github.com/waitdaemon/waitdaemon/internal/grpcrr"
-	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"github.com/waitdaemon/waitdaemon/testkit/grpcrr"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 // These tests replay fixtures recorded from a real containerd 2.2.1 (see

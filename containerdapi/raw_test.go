@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/imageref"
-	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 // These tests replay fixtures recorded from real engines (see

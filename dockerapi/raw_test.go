@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 )
 
 // TestRaw: the api subcommand's request goes out as asked, under the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 
 	"github.com/waitdaemon/waitdaemon/internal/redact"
 )

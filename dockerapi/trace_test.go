@@ -15,7 +15,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/imageref"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 )
 
 // traceBuffer is a trace writer the test can read while the client writes.

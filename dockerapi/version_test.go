@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
-	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 func TestNegotiate(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
-	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 // TestBadInput checks that bad input fails the action with a message that

@@ -7,12 +7,12 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/engine/conformance"
 	"github.com/waitdaemon/waitdaemon/imageref"
+	"github.com/waitdaemon/waitdaemon/testkit/conformance"
 )
 
 // TestConformance holds each real engine to the engine contract
-// (package engine/conformance): Docker 20.10, 29, 28.2 and 26.1, and
+// (package testkit/conformance): Docker 20.10, 29, 28.2 and 26.1, and
 // containerd. Podman is left out: its 4.3 forgets a failed start
 // (forgetsFailedStart), which the contract's List reports as a run.
 func TestConformance(t *testing.T) {

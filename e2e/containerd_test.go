@@ -18,8 +18,8 @@ import (
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
 	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 	"github.com/waitdaemon/waitdaemon/phase"
+	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 )
 
 // The test containerd (`make containerd`) and its ctr, in the cache

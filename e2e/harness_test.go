@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
-	"github.com/waitdaemon/waitdaemon/internal/enginetest"
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+	"github.com/waitdaemon/waitdaemon/testkit/enginetest"
+	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 )
 
 // The images the tests build from this checkout, tagged E2E_TAG (default

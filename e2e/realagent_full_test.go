@@ -27,7 +27,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/dockerapi"
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 )
 
 // realRelease is a Tinkerbell release whose tink-agent and server side
@@ -188,7 +188,7 @@ type made struct {
 	state                     string // the report: SUCCESS, FAILED
 }
 
-// TestRealAgent holds the runner (internal/tinkagent) to Tinkerbell's
+// TestRealAgent holds the runner (testkit/tinkagent) to Tinkerbell's
 // released tink-agent, v0.23.0, v0.24.0 and v0.25.0, each fed over gRPC
 // by its own release's server side (the controller's render and the
 // tink-server's handler, tools/tinkerbell): every template of the README

@@ -22,7 +22,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/dockerapi"
-	"github.com/waitdaemon/waitdaemon/internal/ocilayout"
+	"github.com/waitdaemon/waitdaemon/tools/ocilayout"
 )
 
 // skopeoTools installs Debian's skopeo, which make push runs.

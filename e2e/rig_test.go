@@ -18,8 +18,8 @@ import (
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
 	"github.com/waitdaemon/waitdaemon/engine/docker"
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 	"github.com/waitdaemon/waitdaemon/phase"
+	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 )
 
 // rig is a row of the engine table as a test drives it: it runs actions

@@ -18,8 +18,8 @@ import (
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
 	"github.com/waitdaemon/waitdaemon/phase"
+	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 )
 
 var toolOnce struct {

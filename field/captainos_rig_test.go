@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 )
 
 // What CaptainOS ships (tinkerbell/captain's mkosi.extra and

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 )
 
 // TestCheckCaptainOS: the suite tells a machine as CaptainOS ships from

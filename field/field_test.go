@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 )
 
 // The tools the field needs on the host, and the packages that hold them.

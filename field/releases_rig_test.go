@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 )
 
 // oldest is the oldest release each template says it works on, by OS

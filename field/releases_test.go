@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 	"go.yaml.in/yaml/v3"
 )
 

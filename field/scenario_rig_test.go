@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 	"go.yaml.in/yaml/v3"
 )
 

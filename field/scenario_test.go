@@ -1,7 +1,7 @@
 package field
 
 import (
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 	"os"
 	"regexp"
 	"slices"

@@ -4,5 +4,5 @@
 // in its engine's terms: hostconfig for Docker and Podman (an inspected
 // container's Config and HostConfig), ocispec for containerd (an OCI
 // runtime spec). Both are pure functions, tested against recorded cases
-// and golden files with one harness (internal/golden).
+// and golden files with one harness (testkit/golden).
 package inherit

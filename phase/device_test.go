@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/engine/fake"
+	"github.com/waitdaemon/waitdaemon/testkit/fake"
 )
 
 // fakeDevices makes findDevice see devices alone, by path.

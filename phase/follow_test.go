@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/engine/fake"
+	"github.com/waitdaemon/waitdaemon/testkit/fake"
 )
 
 // TestTwoFollowFails: a run whose end cannot be followed (the engine
@@ -440,4 +440,3 @@ func (e signalOnStop) Stop(ctx context.Context, id string) error {
 	e.signal()
 	return e.Engine.Stop(ctx, id)
 }
-

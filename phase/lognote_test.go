@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/engine/fake"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/fake"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 )
 
 // unreadableLog is an engine on which no run's log can be read back: each

@@ -17,8 +17,8 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/engine/fake"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/fake"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 )
 
 const actionID = "a0c7000000000000000000000000000000000000000000000000000000000001"

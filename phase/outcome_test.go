@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/engine/fake"
+	"github.com/waitdaemon/waitdaemon/testkit/fake"
 )
 
 // shortDown makes a second of WAITDAEMON_DOWN_WITHIN last unit, for

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 )
 
 func TestWholeNumber(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitdaemon/waitdaemon/engine/fake"
+	"github.com/waitdaemon/waitdaemon/testkit/fake"
 )
 
 // signalOnAgain is the fake, with a signal that comes while the

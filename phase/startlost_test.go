@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/waitdaemon/waitdaemon/engine/fake"
+	"github.com/waitdaemon/waitdaemon/testkit/fake"
 )
 
 // concurrencyCheck is the fake, which, at each Start, notes every other

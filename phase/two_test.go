@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/engine/fake"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/fake"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 )
 
 // The backoff the waiter uses, kept before init shortens it for the

@@ -20,8 +20,8 @@ import (
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
 	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
-	"github.com/waitdaemon/waitdaemon/internal/grpcrr"
-	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"github.com/waitdaemon/waitdaemon/testkit/grpcrr"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 // These tests replay fixtures recorded from the test containerd 2.2.1

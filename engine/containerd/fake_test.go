@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
-	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 // reply is one answer of a fake daemon: a message, in the fixtures' JSON

@@ -22,8 +22,8 @@ import (
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
 	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
-	"github.com/waitdaemon/waitdaemon/internal/grpcrr"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/grpcrr"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 )
 
 // These tests need no daemon, recorded or not.

@@ -12,8 +12,8 @@ import (
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
-	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 // fakeDocker is an engine on a fake daemon of handlers, by path after the

@@ -8,8 +8,8 @@ import (
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
-	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 // TestPlanCommand: the create request's Cmd and Entrypoint for each kind

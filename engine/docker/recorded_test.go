@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 // recorded is the answer a real engine gave, in fixture file

@@ -15,8 +15,8 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/internal/rr"
 	"github.com/waitdaemon/waitdaemon/selfid"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 // Two running containers: other, whose /etc/hosts the action shares

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
-	"github.com/waitdaemon/waitdaemon/internal/rr"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 // The answers Docker 20.10 gave about a container whose log driver is

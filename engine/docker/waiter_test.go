@@ -16,9 +16,9 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
-	"github.com/waitdaemon/waitdaemon/internal/rr"
 	"github.com/waitdaemon/waitdaemon/internal/socketclient"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 // TestWaitRun: a wait that answers for an earlier run (the container

@@ -12,7 +12,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/inherit"
-	"github.com/waitdaemon/waitdaemon/internal/golden"
+	"github.com/waitdaemon/waitdaemon/testkit/golden"
 )
 
 // caseDir holds the recorded inputs; see its README.md.

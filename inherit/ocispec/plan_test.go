@@ -14,8 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/waitdaemon/waitdaemon/inherit"
-	"github.com/waitdaemon/waitdaemon/internal/golden"
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/golden"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 )
 
 // caseDir holds the recorded inputs; see its README.md.

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 )
 
 // sameJSON reports how a and b differ as JSON values (key order and

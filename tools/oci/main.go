@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitdaemon/waitdaemon/internal/ocilayout"
+	"github.com/waitdaemon/waitdaemon/tools/ocilayout"
 )
 
 func main() {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitdaemon/waitdaemon/internal/ocilayout"
+	"github.com/waitdaemon/waitdaemon/tools/ocilayout"
 )
 
 // git runs git in dir and returns its output.

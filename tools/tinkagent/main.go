@@ -1,5 +1,5 @@
 // Command tinkagent runs one action of a Tinkerbell template as tink-agent
-// does, on containerd or Docker (package internal/tinkagent): a test rig
+// does, on containerd or Docker (package testkit/tinkagent): a test rig
 // for machines that have no Tinkerbell server, such as the VM suite's.
 //
 //	tinkagent -runtime containerd|docker -socket PATH [-namespace tinkerbell] [-release head] [-cni] -action FILE
@@ -39,7 +39,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/dockerapi"
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 )
 
 func main() {

@@ -119,7 +119,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	fmt.Printf("\n## The figures\n\n`go run ./bench %s`, %s, in %s: ", strings.Join(os.Args[1:], " "), began.UTC().Format("2006-01-02"),
+	fmt.Printf("\n## The figures\n\n`go run ./tools/bench %s`, %s, in %s: ", strings.Join(os.Args[1:], " "), began.UTC().Format("2006-01-02"),
 		time.Since(began).Round(time.Second))
 	if o.runs > 1 {
 		fmt.Printf("medians of %d runs, with their range, and the worst beside each wait.\n\n", o.runs)

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/engine/conformance"
-	"github.com/waitdaemon/waitdaemon/engine/fake"
 	"github.com/waitdaemon/waitdaemon/imageref"
+	"github.com/waitdaemon/waitdaemon/testkit/conformance"
+	"github.com/waitdaemon/waitdaemon/testkit/fake"
 )
 
 // fakeRow is the fake engine's row: a new engine for each test, with the

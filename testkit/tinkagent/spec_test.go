@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 )
 
 // TestSpecAsRecorded holds spec to the specs containerd 2.2.1's client

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
-	"github.com/waitdaemon/waitdaemon/internal/tinkagent"
+	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 )
 
 // dockerBench measures waitdaemon on Docker or Podman, with actions run

@@ -5,7 +5,7 @@
 // Mkdir), in a file system of its own that its runs keep. It
 // needs no engine, and has no clock of its own but the action's exit
 // time. It keeps the contract's promises as the real engines do
-// (engine/conformance holds it to them).
+// (testkit/conformance holds it to them).
 package fake
 
 import (

@@ -89,7 +89,7 @@ func TestTable(t *testing.T) {
 // TestFootprintTargets: docs/footprint.md's table, the bench's own
 // output, states the targets the bench prints now.
 func TestFootprintTargets(t *testing.T) {
-	doc, err := os.ReadFile("../docs/footprint.md")
+	doc, err := os.ReadFile("../../docs/footprint.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitdaemon/waitdaemon/internal/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/linediff"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
