@@ -113,8 +113,9 @@ probe-image:
 # (actions made as tink-agent makes them, in its namespace), with the
 # same images, actions run and removed as each engine's worker does: one
 # table, each engine's figures against docs/footprint.md's targets, and
-# docs/timeline.svg. About 20 minutes: each engine has a run that waits
-# out the 60 s bound. bench-short, part of make test: one run of each
+# docs/timeline.svg. Each engine has a run that waits
+# out the 60 s bound (docs/development.md#how-long-each-takes has each
+# step's time). bench-short, part of make test: one run of each
 # measure on make test's two engines, Docker 20.10 and containerd; it
 # fails when a measure cannot be taken, never on a figure.
 DOCKER_SOCKETS = /run/docker29/docker.sock /run/docker28/docker.sock /run/docker26/docker.sock
@@ -146,9 +147,8 @@ engine:
 
 # A real Docker 29, 28.2 (HookOS v0.11's) or 26.1 (HookOS v0.9's line)
 # beside 20.10, each on a socket of its own, /run/dockerNN/docker.sock
-# (built and cached under /var/cache/waitdaemon the first time: about 10
-# minutes for 29, 8 for 28.2 with its containerd and runc, then 4 for
-# 26.1).
+# (built and cached under /var/cache/waitdaemon the first time;
+# docs/development.md#how-long-each-takes says how long).
 docker29 docker28 docker26:
 	@scripts/docker.sh $(subst docker,,$@)
 
@@ -164,11 +164,11 @@ containerd:
 # Tinkerbell's released tink-agent, v0.23.0, v0.24.0 and v0.25.0, and
 # each release's own server side (tools/tinkerbell, built inside the
 # release's module copy), built from the Go module proxy into
-# /var/cache/waitdaemon/tinkerbell-VERSION the first time (about 4
-# minutes in all; a second when cached): make test-all's comparison of
+# /var/cache/waitdaemon/tinkerbell-VERSION the first time: make
+# test-all's comparison of
 # the runner with the real agent (e2e, TestRealAgent) and the VM suite's
 # rows run them; and v0.25.0's whole control plane (cmd/tinkerbell
-# -tags embedded, 7-18 minutes more), which the VM suite's control-plane
+# -tags embedded), which the VM suite's control-plane
 # rows run.
 tink-agents:
 	@EMBEDDED=1 scripts/tinkerbell.sh >/dev/null
@@ -189,12 +189,12 @@ fuzz:
 # own): each package with unit tests, by its unit tests alone (never e2e),
 # then a table of killed, lived, not covered and timed-out mutants, the
 # efficacy raw and with docs/mutants.md's equivalents counted as killed,
-# and the coverage. An hour or more on 2 cores. -count=1: gremlins
+# and the coverage (docs/mutants.md). -count=1: gremlins
 # times the package's tests once, uncached, and gives each mutant
 # MUTATE_TIMEOUT times that; a cached run would time out every mutant
 # whose build takes longer. A mutant that never ends (a loop's counter
-# turned) waits that long: 12 times phase's 11.5 s tests is 2.3 min, 60
-# would be 11.5 (a timed-out mutant counts in no efficacy).
+# turned) waits that long, so the coefficient stays small (a timed-out
+# mutant counts in no efficacy).
 # A package is one directory: -E / leaves out the files of the directories
 # under it, which are packages of their own (engine's engine/docker, ...).
 # The binary's packages with unit tests, all but main: gremlins would take

@@ -86,8 +86,8 @@ func main() {
 // commands that run as containers (the action and the waiter). Their
 // output is their log, and containerd's shim, which writes a task's
 // stdout and stderr to one file (tink-agent's, waitdaemon's), can lose
-// what a process that ends at once wrote on stderr (8 of 48 runs, six at
-// a time), never what it wrote on stdout (0 of 48).
+// what a process that ends at once wrote on stderr, never what it wrote
+// on stdout (docs/development.md#why-the-code-is-as-it-is).
 func lastWord(args []string, stdout, stderr io.Writer) io.Writer {
 	if len(args) > 0 && (args[0] == "action" || args[0] == "waiter") {
 		return stdout

@@ -312,9 +312,9 @@ const (
 
 // waitRun waits for container to stop and returns its inspect and exit
 // code, once they are those of the run whose start was sent at started.
-// A wait can answer for the run before: on Podman 4.3 a re-run's result
-// once came back with the earlier run's exit code and none of its own
-// output, as if read before the new run had begun. A run counts as this
+// A wait can answer for the run before: Podman 4.3 can answer a re-run's
+// wait with the earlier run's exit code, as if read before the new run
+// had begun (docs/development.md#why-the-code-is-as-it-is). A run counts as this
 // one when the container no longer runs and the engine's StartedAt is at
 // most a second before started (re-runs are seconds apart). A wait or
 // inspect that breaks without an answer is asked again, for engineLost at
