@@ -44,7 +44,7 @@ func (g *globals) engine(waiter bool) (engine.Engine, error) {
 func (g *globals) docker(waiter bool) *docker.Engine {
 	c := g.client()
 	if waiter {
-		c.WaitForEngine = docker.WaiterWaitForEngine
+		c.WaitForEngine = engine.WaiterWaitForEngine
 	}
 	return &docker.Engine{C: c, Log: g.stdout}
 }
@@ -55,7 +55,7 @@ func (g *globals) containerd(waiter bool) (*containerd.Engine, error) {
 		c.Trace = g.stderr
 	}
 	if waiter {
-		c.WaitForEngine = containerd.WaiterWaitForEngine
+		c.WaitForEngine = engine.WaiterWaitForEngine
 	}
 	e := containerd.New(c)
 	e.Log = g.stdout

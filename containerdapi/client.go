@@ -231,7 +231,7 @@ func (c *Client) call(ctx context.Context, r *rpc, in, out message, opts callOpt
 	resp, err := c.send(ctx, r, body, tries)
 	if err != nil {
 		c.traceEnd(r, err)
-		return withCause(ctx, err)
+		return socketclient.WithCause(ctx, err)
 	}
 	defer resp.Body.Close()
 	if err := statusOf(r, resp, true); err != nil {
@@ -248,7 +248,7 @@ func (c *Client) call(ctx context.Context, r *rpc, in, out message, opts callOpt
 		if err != nil {
 			err = &TransportError{Method: r.name, Socket: c.Socket, Err: fmt.Errorf("reading the answer: %w", err)}
 			c.traceEnd(r, err)
-			return withCause(ctx, err)
+			return socketclient.WithCause(ctx, err)
 		}
 		if got {
 			continue // a unary call has one answer; more is not ours to read
@@ -383,11 +383,3 @@ func (f *frameReader) next() ([]byte, error) {
 
 // frameChunk is what a message's buffer starts with, at most.
 const frameChunk = 32 << 10
-
-// withCause names why ctx ended, when it did, in an error it caused.
-func withCause(ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
-		return fmt.Errorf("%w (%v)", err, cause)
-	}
-	return err
-}

@@ -136,7 +136,7 @@ func (s *stream) Recv(m message) error {
 	select {
 	case <-s.ready:
 	case <-s.ctx.Done():
-		return withCause(s.ctx, fmt.Errorf("%s: %w", s.r.name, s.ctx.Err()))
+		return socketclient.WithCause(s.ctx, fmt.Errorf("%s: %w", s.r.name, s.ctx.Err()))
 	}
 	if s.done {
 		return io.EOF
@@ -157,7 +157,7 @@ func (s *stream) Recv(m message) error {
 	if err != nil {
 		err = &TransportError{Method: s.r.name, Socket: s.c.Socket, Err: fmt.Errorf("reading the stream: %w", err)}
 		if s.ctx.Err() != nil {
-			err = withCause(s.ctx, fmt.Errorf("%s: %w", s.r.name, s.ctx.Err()))
+			err = socketclient.WithCause(s.ctx, fmt.Errorf("%s: %w", s.r.name, s.ctx.Err()))
 		}
 		s.end(err)
 		return err

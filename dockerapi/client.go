@@ -235,7 +235,7 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 		return nil
 	}
 	if err != nil {
-		return withCause(ctx, err)
+		return socketclient.WithCause(ctx, err)
 	}
 	defer resp.Body.Close()
 	if r.answered != nil {
@@ -248,7 +248,7 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		// An answer that breaks off is no answer.
-		return withCause(ctx, &TransportError{Method: r.method, Path: r.path, Socket: c.Socket, Err: fmt.Errorf("reading the answer: %w", err)})
+		return socketclient.WithCause(ctx, &TransportError{Method: r.method, Path: r.path, Socket: c.Socket, Err: fmt.Errorf("reading the answer: %w", err)})
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(data), out); err != nil {
 		return fmt.Errorf("decoding %s %s: %w", r.method, r.path, err)
@@ -262,13 +262,6 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	limit := c.bounds().Request()
 	return context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w: no answer within %v", context.DeadlineExceeded, limit))
-}
-
-func withCause(ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
-		return fmt.Errorf("%w (%v)", err, cause)
-	}
-	return err
 }
 
 // Raw sends an arbitrary request, as the api subcommand does. A path that
@@ -324,7 +317,7 @@ func (c *Client) Ping(ctx context.Context) (Ping, error) {
 	defer cancel()
 	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/_ping", ok: []int{200}, repeat: asFirst, raw: true})
 	if err != nil {
-		return Ping{}, withCause(ctx, err)
+		return Ping{}, socketclient.WithCause(ctx, err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
 	"github.com/waitdaemon/waitdaemon/phase"
 )
@@ -21,7 +22,7 @@ import (
 // user container, which sleeps through both. At the first, as the wait
 // begins, the client's own retry carries the wait over to the new
 // daemon. The second comes once the wait is older than the waiter's
-// client waits for a daemon (containerd.WaiterWaitForEngine): the call
+// client waits for a daemon (engine.WaiterWaitForEngine): the call
 // fails, and the waiter must say so and ask again. Either way the result
 // is the run's real end. It stops the daemon every other test uses, so
 // it never runs in parallel, and it leaves the daemon running. It takes
@@ -42,7 +43,7 @@ func TestContainerdRestart(t *testing.T) {
 	name := "tinkerbell_cd-restart_01JE2E" + randomHex(10)
 	// The second restart is this long after the user container started;
 	// the user container sleeps a little longer, to be running still.
-	second := containerd.WaiterWaitForEngine + 3*time.Second
+	second := engine.WaiterWaitForEngine + 3*time.Second
 	sleep := second + 5*time.Second
 
 	stop := make(chan struct{})

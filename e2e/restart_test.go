@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
-	"github.com/waitdaemon/waitdaemon/engine/docker"
+	"github.com/waitdaemon/waitdaemon/engine"
 )
 
 // privateDocker is a Docker 20.10 of the test's own, beside the shared
@@ -221,7 +221,7 @@ func TestEngineRestartWhileUserRuns(t *testing.T) {
 	c := d.client()
 	// The restart comes this long into the run: past the waiter's wait
 	// for an engine that is down, counted from the wait's start.
-	restartAt := docker.WaiterWaitForEngine + 5*time.Second
+	restartAt := engine.WaiterWaitForEngine + 5*time.Second
 	runs := restartAt + 20*time.Second
 	out := t.TempDir()
 	r := runAction(t, c, tinkAgent, action{

@@ -295,6 +295,14 @@ type Exit struct {
 	Removed bool
 }
 
+// WaiterWaitForEngine is how long each of the waiter's requests waits for
+// a socket that is not answering, on every engine: longer than phase 1's,
+// as the waiter outlives engine restarts that phase 1 never sees.
+const WaiterWaitForEngine = time.Minute
+
+// Stamp is how a result writes a time: UTC, RFC 3339 to the nanosecond.
+func Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
 // Run is one run of a container, once it has stopped.
 type Run struct {
 	ExitCode   int

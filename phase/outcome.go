@@ -33,7 +33,7 @@ func bootID() string {
 // the boot and the time.
 func (w *waiter) mark(res *result, state string) {
 	res.Action, res.State, res.BootID, res.WriteNote = w.ActionName, state, bootID(), w.writeNote
-	res.WrittenAt = stamp(time.Now())
+	res.WrittenAt = engine.Stamp(time.Now())
 	if res.Attempts == nil {
 		res.Attempts = []attempt{}
 	}

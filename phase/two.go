@@ -271,7 +271,7 @@ func (w *waiter) onFirstStart(n int, exit engine.Exit) func(sent time.Time) {
 	return func(sent time.Time) {
 		if n == 1 {
 			logEvent(w.o.Stdout, "started user container", waited{
-				User: w.UserContainer, ActionExited: stamp(exit.At), CountedFrom: stamp(w.from), StartSent: stamp(sent), Wait: w.WaitSeconds,
+				User: w.UserContainer, ActionExited: engine.Stamp(exit.At), CountedFrom: engine.Stamp(w.from), StartSent: engine.Stamp(sent), Wait: w.WaitSeconds,
 				LateMS: sent.Sub(w.from).Milliseconds() - int64(w.WaitSeconds)*1000, ActionRemoved: exit.Removed,
 			})
 		}
@@ -678,8 +678,6 @@ func resultMode(file string) os.FileMode {
 	}
 	return 0o644
 }
-
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // sweepWaiters removes, with one List, the waiters of actions other than
 // action that have stopped: on an engine with no auto-remove

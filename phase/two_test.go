@@ -235,7 +235,7 @@ func TestTwoCountsFromRemoval(t *testing.T) {
 			from, ferr := time.Parse(time.RFC3339Nano, started.CountedFrom)
 			if err != nil || ferr != nil || sent.Sub(eng.ExitedAt) < tc.wantStart || sent.Sub(eng.ExitedAt) > tc.wantStart+700*time.Millisecond ||
 				from.Sub(eng.ExitedAt) < tc.wantFrom || from.Sub(eng.ExitedAt) > tc.wantFrom+300*time.Millisecond {
-				t.Errorf("counted from %s, start sent %s (%v, %v); want from %v after the exit at %s, the start %v after it", started.CountedFrom, started.StartSent, err, ferr, tc.wantFrom, stamp(eng.ExitedAt), tc.wantStart)
+				t.Errorf("counted from %s, start sent %s (%v, %v); want from %v after the exit at %s, the start %v after it", started.CountedFrom, started.StartSent, err, ferr, tc.wantFrom, engine.Stamp(eng.ExitedAt), tc.wantStart)
 			}
 		})
 	}
@@ -275,9 +275,9 @@ func TestTwoLate(t *testing.T) {
 				}
 			}
 			if started.LateMS < tc.wantMin || started.LateMS > most || started.Wait != tc.wait || started.ActionRemoved != tc.removed ||
-				started.User != "act-waitdaemon-user" || started.ActionExited != stamp(eng.ExitedAt) {
+				started.User != "act-waitdaemon-user" || started.ActionExited != engine.Stamp(eng.ExitedAt) {
 				t.Errorf("started = %+v, want late_ms from %d to %d, wait_seconds %d, action_removed %v, the exit at %s",
-					started, tc.wantMin, most, tc.wait, tc.removed, stamp(eng.ExitedAt))
+					started, tc.wantMin, most, tc.wait, tc.removed, engine.Stamp(eng.ExitedAt))
 			}
 		})
 	}

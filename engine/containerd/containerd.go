@@ -56,7 +56,7 @@
 //     deletes a container whose task runs, and orphans the task.
 //
 // Main sets the client's namespace with DetectNamespace, and gives the
-// waiter's client WaiterWaitForEngine.
+// waiter's client engine.WaiterWaitForEngine.
 package containerd
 
 import (
@@ -97,11 +97,6 @@ const (
 // DefaultLogDir is where a task's output goes, one directory per
 // container ID: the files CaptainOS's rsyslog forwards.
 const DefaultLogDir = "/var/lib/containerd/io.containerd.grpc.v2.task"
-
-// WaiterWaitForEngine is how long each of the waiter's requests waits for
-// a socket that is not answering: longer than phase 1's, as the waiter
-// outlives daemon restarts that phase 1 never sees.
-const WaiterWaitForEngine = time.Minute
 
 // maxID is the longest ID containerd takes.
 const maxID = 76

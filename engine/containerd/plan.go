@@ -484,7 +484,7 @@ func (e *Engine) Start(ctx context.Context, ref string) error {
 	}
 	e.runs[ctr.ID] = run{started: started, offset: offset}
 	e.mu.Unlock()
-	if _, err := e.C.ContainerSetLabel(ctx, ctr.ID, LabelStarted, stamp(started)); err != nil {
+	if _, err := e.C.ContainerSetLabel(ctx, ctr.ID, LabelStarted, engine.Stamp(started)); err != nil {
 		engine.Log(e.Log, "could not label a started container", map[string]string{"container": ctr.ID, "error": err.Error()})
 	}
 	return nil
@@ -494,7 +494,7 @@ func (e *Engine) Start(ctx context.Context, ref string) error {
 // List says it ran, and it is kept like a run that failed; and returns
 // the start's error.
 func (e *Engine) startFailed(ctx context.Context, ref, id string, err error) error {
-	if _, lerr := e.C.ContainerSetLabel(context.WithoutCancel(ctx), id, LabelStarted, "failed "+stamp(e.clock())); lerr != nil {
+	if _, lerr := e.C.ContainerSetLabel(context.WithoutCancel(ctx), id, LabelStarted, "failed "+engine.Stamp(e.clock())); lerr != nil {
 		engine.Log(e.Log, "could not label a container that failed to start", map[string]string{"container": id, "error": lerr.Error()})
 	}
 	return fmt.Errorf("starting container %s: %w", ref, err)
@@ -513,5 +513,3 @@ func (e *Engine) newTask(ctx context.Context, ctr containerdapi.Container) error
 	}
 	return nil
 }
-
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

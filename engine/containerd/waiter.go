@@ -457,7 +457,7 @@ func (e *Engine) Follow(ctx context.Context, ref string, sent time.Time, tail in
 		finished = time.Now()
 	}
 	run := engine.Run{
-		ExitCode: int(exit.Status), Image: ctr.Image, StartedAt: stamp(r.started), FinishedAt: stamp(finished), Output: []string{},
+		ExitCode: int(exit.Status), Image: ctr.Image, StartedAt: engine.Stamp(r.started), FinishedAt: engine.Stamp(finished), Output: []string{},
 	}
 	if spec.Process != nil {
 		run.Command = spec.Process.Args

@@ -114,11 +114,6 @@ func socketSource(ctr dockerapi.Container, socket string) string {
 	return dockerapi.DefaultSocket
 }
 
-// WaiterWaitForEngine is how long each of the waiter's requests waits for
-// a socket that is not answering: longer than phase 1's, as the waiter
-// outlives engine restarts that phase 1 never sees.
-const WaiterWaitForEngine = time.Minute
-
 // engineLost bounds how long the waiter goes on asking an engine that
 // does not answer (restarting, say) while it waits for the action
 // container. Each ask itself waits for the socket, within the client's

@@ -593,7 +593,7 @@ func TestEnd(t *testing.T) {
 // engine that is gone (its socket unlinked, as a stopping dockerd leaves
 // it) ends with its ctx, not the waiter's minute of waiting for it.
 func TestEndEngineGone(t *testing.T) {
-	e := &Engine{C: &dockerapi.Client{Socket: t.TempDir() + "/docker.sock", WaitForEngine: WaiterWaitForEngine}}
+	e := &Engine{C: &dockerapi.Client{Socket: t.TempDir() + "/docker.sock", WaitForEngine: engine.WaiterWaitForEngine}}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	began := time.Now()

@@ -200,6 +200,14 @@ func policy(waitForEngine time.Duration, rule Rule) retryablehttp.CheckRetry {
 	}
 }
 
+// WithCause names why ctx ended, when it did, in an error it caused.
+func WithCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+		return fmt.Errorf("%w (%v)", err, cause)
+	}
+	return err
+}
+
 // Unwrap drops the *url.Error wrapper of a failed request, whose URL
 // (the clients' fake host) says nothing useful.
 func Unwrap(err error) error {

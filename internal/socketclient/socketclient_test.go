@@ -331,3 +331,24 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestWithCause: an error a context's end caused names the cause the
+// context was given, and only such a cause.
+func TestWithCause(t *testing.T) {
+	failed := errors.New("read: connection reset")
+	ctx, cancel := context.WithTimeoutCause(context.Background(), time.Nanosecond, errors.New("no answer within 1ns"))
+	defer cancel()
+	<-ctx.Done()
+	err := WithCause(ctx, failed)
+	if !errors.Is(err, failed) || err.Error() != "read: connection reset (no answer within 1ns)" {
+		t.Errorf("with a cause: %v, want the error and its cause", err)
+	}
+	plain, cancelPlain := context.WithCancel(context.Background())
+	cancelPlain()
+	if err := WithCause(plain, failed); err != failed {
+		t.Errorf("canceled with no cause of its own: %v, want the error alone", err)
+	}
+	if err := WithCause(context.Background(), failed); err != failed {
+		t.Errorf("a context still live: %v, want the error alone", err)
+	}
+}
