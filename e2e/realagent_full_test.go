@@ -954,3 +954,68 @@ func jsonDiff(a, b []byte, aName, bName string) string {
 	walk("", va, vb)
 	return strings.Join(lines, "\n")
 }
+
+// TestRealReleasesPid: which pid namespace each release's real server
+// side serves an action, for the ways a template can ask for the host's,
+// and that the runner reads the same. The old CaptainOS template, with
+// namespaces.pid alone, is served with no pid by v0.23.0 and v0.24.0:
+// its `kill -39 1` then signals its own container's init, and the machine
+// stays up; v0.25.0 serves it the host's.
+func TestRealReleasesPid(t *testing.T) {
+	if !slices.ContainsFunc(engines, func(e testEngine) bool { return e.name == "docker" || e.name == "containerd" }) {
+		t.Skip("the docker and containerd rows are not in this run: scripts/test.sh builds the releases for those (make test-all runs every row)")
+	}
+	rels := realAgents(t)
+	const old = "- name: reboot\n  image: waitdaemon:latest\n  timeout: 90\n  command: [\"kill\", \"-39\", \"1\"]\n" +
+		"  namespaces:\n    pid: host\n  volumes:\n    - /run/containerd/containerd.sock:/run/containerd/containerd.sock\n"
+	cases := []struct {
+		name, text string
+		want       map[string]string // the pid served, by release
+	}{
+		{"the old CaptainOS template, namespaces.pid alone", old, map[string]string{"v0.23.0": "", "v0.24.0": "", "v0.25.0": "host"}},
+		{"a top-level pid", "- name: a\n  image: i\n  pid: host\n", map[string]string{"v0.23.0": "host", "v0.24.0": "host", "v0.25.0": "host"}},
+		{"namespaces.pid over a top-level pid", "- name: a\n  image: i\n  pid: host\n  namespaces:\n    pid: private\n",
+			map[string]string{"v0.23.0": "host", "v0.24.0": "host", "v0.25.0": "private"}},
+		{"neither", "- name: a\n  image: i\n", map[string]string{"v0.23.0": "", "v0.24.0": "", "v0.25.0": ""}},
+	}
+	for _, rel := range rels {
+		for _, tc := range cases {
+			served := servedFirst(t, rel, tc.text)
+			if served.Pid != tc.want[rel.version] {
+				t.Errorf("%s under %s: served pid %q, want %q", tc.name, rel.version, served.Pid, tc.want[rel.version])
+			}
+			a, err := tinkagent.ParseTemplate([]byte(tc.text), rel.runner, served.ActionID)
+			if err != nil {
+				t.Fatalf("the runner cannot read %s: %v", tc.name, err)
+			}
+			if a.PID != served.Pid {
+				t.Errorf("%s under %s: the runner reads pid %q, the release serves %q", tc.name, rel.version, a.PID, served.Pid)
+			}
+		}
+	}
+}
+
+// servedFirst is the first action of actions as rel's server side serves
+// it (tink-server -print).
+func servedFirst(t *testing.T, rel realRelease, actions string) servedAction {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "actions.yaml")
+	if err := os.WriteFile(file, []byte(actions), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(rel.dir, "tink-server"), "-template", file, "-print").Output()
+	if err != nil {
+		t.Fatalf("%s's tink-server -print: %v\n%s", rel.version, err, out)
+	}
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		var l struct {
+			Msg    string       `json:"msg"`
+			Action servedAction `json:"action"`
+		}
+		if json.Unmarshal(line, &l) == nil && l.Msg == "action served" {
+			return l.Action
+		}
+	}
+	t.Fatalf("%s's tink-server -print served no action:\n%s", rel.version, out)
+	return servedAction{}
+}
