@@ -300,6 +300,12 @@ type Exit struct {
 // as the waiter outlives engine restarts that phase 1 never sees.
 const WaiterWaitForEngine = time.Minute
 
+// EngineLost bounds how long the waiter goes on asking an engine that
+// does not answer (restarting, say) while it waits for a container or a
+// task, on every engine. Each ask itself waits for the socket, within the
+// client's WaitForEngine.
+const EngineLost = 2 * time.Minute
+
 // Stamp is how a result writes a time: UTC, RFC 3339 to the nanosecond.
 func Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 

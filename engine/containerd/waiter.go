@@ -321,10 +321,6 @@ func cgroupID(cgroup, namespace string) string {
 	return id
 }
 
-// engineLost bounds how long the waiter goes on asking a daemon that does
-// not answer (restarting, say) while it waits for a task.
-const engineLost = 2 * time.Minute
-
 // ActionGone waits until the action container is gone (the agent
 // deletes the task, then the container with its snapshot), or until by.
 // It learns the deletion, and its time, from the daemon's events, and
@@ -392,7 +388,7 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 
 // waitTask waits for container id's task to exit. A wait that breaks
 // without an answer (the daemon restarting) is asked again, for
-// engineLost at most; one the daemon refuses while the task still runs
+// engine.EngineLost at most; one the daemon refuses while the task still runs
 // (or may: see mayRun), after a second. One refused because the task was
 // deleted meanwhile (tink-agent deletes the action's right after its
 // exit, and the wait breaks off with the shim) is ErrNotFound.
@@ -409,8 +405,8 @@ func (e *Engine) waitTask(ctx context.Context, id, what string) (containerdapi.E
 				lostSince = time.Now()
 				engine.Log(e.Log, "lost containerd while waiting for "+what+"; asking again", map[string]string{"error": err.Error()})
 			}
-			if time.Since(lostSince) > engineLost {
-				return exit, fmt.Errorf("waiting for %s: no answer from containerd for %v: %w", what, engineLost, err)
+			if time.Since(lostSince) > engine.EngineLost {
+				return exit, fmt.Errorf("waiting for %s: no answer from containerd for %v: %w", what, engine.EngineLost, err)
 			}
 		default:
 			t, gerr := e.C.TaskGet(ctx, id)

@@ -114,12 +114,6 @@ func socketSource(ctr dockerapi.Container, socket string) string {
 	return dockerapi.DefaultSocket
 }
 
-// engineLost bounds how long the waiter goes on asking an engine that
-// does not answer (restarting, say) while it waits for the action
-// container. Each ask itself waits for the socket, within the client's
-// WaitForEngine.
-const engineLost = 2 * time.Minute
-
 // exitPollEvery is the pause between two looks at the action
 // container's state, besides the wait on it.
 const exitPollEvery = 100 * time.Millisecond
@@ -270,8 +264,8 @@ func (e *Engine) waitAction(ctx context.Context, id string) (engine.Exit, error)
 				lostSince = time.Now()
 				engine.Log(e.Log, "lost the engine while waiting for the action container; asking again", map[string]string{"error": err.Error()})
 			}
-			if time.Since(lostSince) > engineLost {
-				return engine.Exit{}, fmt.Errorf("waiting for the action container: no answer from the engine for %v: %w", engineLost, err)
+			if time.Since(lostSince) > engine.EngineLost {
+				return engine.Exit{}, fmt.Errorf("waiting for the action container: no answer from the engine for %v: %w", engine.EngineLost, err)
 			}
 			if !engine.Sleep(ctx, time.Second) {
 				return now()
@@ -312,7 +306,7 @@ const (
 // had begun (docs/development.md#why-the-code-is-as-it-is). A run counts as this
 // one when the container no longer runs and the engine's StartedAt is at
 // most a second before started (re-runs are seconds apart). A wait or
-// inspect that breaks without an answer is asked again, for engineLost at
+// inspect that breaks without an answer is asked again, for engine.EngineLost at
 // most.
 func waitRun(ctx context.Context, c *dockerapi.Client, container string, started time.Time) (dockerapi.Container, int, error) {
 	var lostSince time.Time
@@ -326,7 +320,7 @@ func waitRun(ctx context.Context, c *dockerapi.Client, container string, started
 		switch {
 		case err == nil:
 			lostSince = time.Time{}
-		case errors.As(err, &lost) && ctx.Err() == nil && (lostSince.IsZero() || time.Since(lostSince) < engineLost):
+		case errors.As(err, &lost) && ctx.Err() == nil && (lostSince.IsZero() || time.Since(lostSince) < engine.EngineLost):
 			// No answer (the engine restarting under a run that goes
 			// on): ask again.
 			if lostSince.IsZero() {
