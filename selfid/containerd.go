@@ -18,17 +18,33 @@ import (
 // Docker's /docker/<id> reads as the namespace "docker": as with
 // Candidates, the caller confirms what it is given.
 func ContainerdCgroup(cgroup string) (namespace, id string, ok bool) {
+	return cgroupPaths(cgroup, func(ns, id string) bool { return isID(id) && isNamespace(ns) })
+}
+
+// ContainerIn is the container ID that the cgroup paths in cgroup name
+// under namespace, /<namespace>/<ID>, whatever the ID's form (the waiter's
+// is a name, not 64 hex); empty when no line names one, or when two lines
+// name different ones.
+func ContainerIn(cgroup, namespace string) string {
+	_, id, _ := cgroupPaths(cgroup, func(ns, id string) bool { return ns == namespace && id != "" })
+	return id
+}
+
+// cgroupPaths reads the lines of cgroup, hierarchy-ID:controllers:path,
+// whose path ends in /<ns>/<id> with keep(ns, id), and returns their ns
+// and id, if every such line names the same.
+func cgroupPaths(cgroup string, keep func(ns, id string) bool) (namespace, id string, ok bool) {
 	for _, line := range strings.Split(cgroup, "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) != 3 {
 			continue
 		}
 		dir, last, found := cutLast(f[2])
-		if !found || !isID(last) {
+		if !found {
 			continue
 		}
 		_, ns, _ := cutLast(dir)
-		if !isNamespace(ns) {
+		if !keep(ns, last) {
 			continue
 		}
 		if id != "" && (ns != namespace || last != id) {

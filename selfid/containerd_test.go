@@ -219,3 +219,21 @@ func TestIsNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestContainerIn: the waiter's own ID, a name, from its cgroup paths
+// under its namespace.
+func TestContainerIn(t *testing.T) {
+	id := "tinkerbell_x_01J-waitdaemon-waiter-0000000a"
+	cases := []struct{ cgroup, want string }{
+		{"12:pids:/tinkerbell/" + id + "\n1:name=systemd:/tinkerbell/" + id + "\n0::/tinkerbell/" + id + "\n", id},
+		{"0::/tinkerbell/" + id, id},
+		{"0::/other/" + id, ""},
+		{"0::/\n", ""},
+		{"12:pids:/tinkerbell/a\n0::/tinkerbell/b\n", ""},
+	}
+	for _, tc := range cases {
+		if got := ContainerIn(tc.cgroup, "tinkerbell"); got != tc.want {
+			t.Errorf("ContainerIn(%q) = %q, want %q", tc.cgroup, got, tc.want)
+		}
+	}
+}

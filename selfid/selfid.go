@@ -9,7 +9,8 @@
 // token in its own root file system and asks which candidate holds it.
 //
 // On containerd, ContainerdCgroup reads the containerd namespace and the
-// container ID from the same cgroup paths, and RootUpperdir the root
+// container ID from the same cgroup paths (ContainerIn, the ID under a
+// namespace already known, whatever its form), and RootUpperdir the root
 // overlay's upperdir from the same mount table, for the caller to match
 // against its snapshots' mounts (Upperdir) where the cgroup says nothing.
 // All but Read are pure functions of what they are given.

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/selfid"
 )
 
 var _ engine.Hander = (*Engine)(nil)
@@ -89,7 +90,7 @@ func (e *Engine) ownID(ctx context.Context) (string, error) {
 	if own != "" {
 		return own, nil
 	}
-	if id := cgroupID(e.readProc("cgroup"), e.namespace()); id != "" {
+	if id := selfid.ContainerIn(e.readProc("cgroup"), e.namespace()); id != "" {
 		if _, err := e.C.ContainerGet(ctx, id); err == nil {
 			own = id
 		}

@@ -366,22 +366,6 @@ func TestMissingBind(t *testing.T) {
 	}
 }
 
-func TestCgroupID(t *testing.T) {
-	id := "tinkerbell_x_01J-waitdaemon-waiter-0000000a"
-	cases := []struct{ cgroup, want string }{
-		{"12:pids:/tinkerbell/" + id + "\n1:name=systemd:/tinkerbell/" + id + "\n0::/tinkerbell/" + id + "\n", id},
-		{"0::/tinkerbell/" + id, id},
-		{"0::/other/" + id, ""},
-		{"0::/\n", ""},
-		{"12:pids:/tinkerbell/a\n0::/tinkerbell/b\n", ""},
-	}
-	for _, tc := range cases {
-		if got := cgroupID(tc.cgroup, "tinkerbell"); got != tc.want {
-			t.Errorf("cgroupID(%q) = %q, want %q", tc.cgroup, got, tc.want)
-		}
-	}
-}
-
 // TestNetworkNote: a user container off the host's network is planned
 // with a note for the hand-off line, saying it has loopback only.
 func TestNetworkNote(t *testing.T) {

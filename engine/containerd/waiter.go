@@ -299,28 +299,6 @@ func shorten(v any, keep int) any {
 	return v
 }
 
-// cgroupID is the ID in the cgroup paths of cgroup (/proc/self/cgroup)
-// that end in /<namespace>/<ID>, when every such line names the same.
-func cgroupID(cgroup, namespace string) string {
-	id := ""
-	for _, line := range strings.Split(cgroup, "\n") {
-		_, p, _ := strings.Cut(line, ":")
-		_, p, ok := strings.Cut(p, ":")
-		if !ok {
-			continue
-		}
-		dir, base := path.Split(p)
-		if path.Base(path.Clean(dir)) != namespace || base == "" {
-			continue
-		}
-		if id != "" && id != base {
-			return ""
-		}
-		id = base
-	}
-	return id
-}
-
 // ActionGone waits until the action container is gone (the agent
 // deletes the task, then the container with its snapshot), or until by.
 // It learns the deletion, and its time, from the daemon's events, and
