@@ -216,9 +216,8 @@ func (c *Client) call(ctx context.Context, r *rpc, in, out message, opts callOpt
 		return err
 	}
 	if !opts.long {
-		limit := c.bounds().Request()
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w: no answer within %v", context.DeadlineExceeded, limit))
+		ctx, cancel = c.bounds().Bound(ctx)
 		defer cancel()
 	}
 	tries := opts.tries

@@ -223,7 +223,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 func (c *Client) do(ctx context.Context, r request, out any) error {
 	if !r.stream {
 		var cancel context.CancelFunc
-		ctx, cancel = c.bound(ctx)
+		ctx, cancel = c.bounds().Bound(ctx)
 		defer cancel()
 	}
 	if r.tries == nil {
@@ -254,14 +254,6 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 		return fmt.Errorf("decoding %s %s: %w", r.method, r.path, err)
 	}
 	return nil
-}
-
-// withCause names why ctx ended, when it did, in an error it caused.
-// bound is ctx within the bound of a call that does not wait on the
-// engine's events, whose end names it.
-func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	limit := c.bounds().Request()
-	return context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w: no answer within %v", context.DeadlineExceeded, limit))
 }
 
 // Raw sends an arbitrary request, as the api subcommand does. A path that
@@ -313,7 +305,7 @@ type Ping struct {
 
 // Ping asks the engine for its API version. It is not version-prefixed.
 func (c *Client) Ping(ctx context.Context) (Ping, error) {
-	ctx, cancel := c.bound(ctx) // the first contact: a hung engine fails it
+	ctx, cancel := c.bounds().Bound(ctx) // the first contact: a hung engine fails it
 	defer cancel()
 	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/_ping", ok: []int{200}, repeat: asFirst, raw: true})
 	if err != nil {

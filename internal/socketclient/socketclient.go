@@ -107,6 +107,13 @@ func (b Bounds) Request() time.Duration {
 	return b.Wait() + DefaultRequestTimeout
 }
 
+// Bound is ctx within Request, the bound of one call that does not wait
+// on events; its end names the bound.
+func (b Bounds) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	limit := b.Request()
+	return context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w: no answer within %v", context.DeadlineExceeded, limit))
+}
+
 // Answer is what a client's Rule makes of an answer that came.
 type Answer int
 

@@ -352,3 +352,20 @@ func TestWithCause(t *testing.T) {
 		t.Errorf("a context still live: %v, want the error alone", err)
 	}
 }
+
+// TestBound: a call's context ends at Request, and its cause names the
+// bound.
+func TestBound(t *testing.T) {
+	b := Bounds{RequestTimeout: 20 * time.Millisecond}
+	began := time.Now()
+	ctx, cancel := b.Bound(context.Background())
+	defer cancel()
+	<-ctx.Done()
+	if took := time.Since(began); took < 20*time.Millisecond {
+		t.Errorf("ended after %v, want 20ms at least", took)
+	}
+	cause := context.Cause(ctx)
+	if !errors.Is(cause, context.DeadlineExceeded) || cause.Error() != "context deadline exceeded: no answer within 20ms" {
+		t.Errorf("cause %v, want the deadline and the bound named", cause)
+	}
+}
