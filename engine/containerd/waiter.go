@@ -366,8 +366,8 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 
 // waitTask waits for container id's task to exit. A wait that breaks
 // without an answer (the daemon restarting) is asked again, for
-// engine.EngineLost at most; one the daemon refuses while the task still runs
-// (or may: see mayRun), after a second. One refused because the task was
+// engine.EngineLost at most; one the daemon refuses while the task still
+// runs (or may: see mayRun), after a second. One refused because the task was
 // deleted meanwhile (tink-agent deletes the action's right after its
 // exit, and the wait breaks off with the shim) is ErrNotFound.
 func (e *Engine) waitTask(ctx context.Context, id, what string) (containerdapi.Exit, error) {

@@ -303,11 +303,11 @@ const (
 // code, once they are those of the run whose start was sent at started.
 // A wait can answer for the run before: Podman 4.3 can answer a re-run's
 // wait with the earlier run's exit code, as if read before the new run
-// had begun (docs/development.md#why-the-code-is-as-it-is). A run counts as this
-// one when the container no longer runs and the engine's StartedAt is at
-// most a second before started (re-runs are seconds apart). A wait or
-// inspect that breaks without an answer is asked again, for engine.EngineLost at
-// most.
+// had begun (docs/development.md#why-the-code-is-as-it-is). A run counts
+// as this one when the container no longer runs and the engine's
+// StartedAt is at most a second before started (re-runs are seconds
+// apart). A wait or inspect that breaks without an answer is asked
+// again, for engine.EngineLost at most.
 func waitRun(ctx context.Context, c *dockerapi.Client, container string, started time.Time) (dockerapi.Container, int, error) {
 	var lostSince time.Time
 	for stale := 0; ; {
