@@ -22,6 +22,15 @@ const (
 // the command line after it, and powers the machine off.
 const KexecMarker = "FIELD-KEXEC"
 
+// SecondKernel reports whether a console line holds the second kernel's
+// marker line, with its command line. The marker can follow text that the
+// first kernel's console was printing when the kexec came: that line's
+// newline never got out.
+func SecondKernel(text string) bool {
+	_, after, found := strings.Cut(text, KexecMarker+" ")
+	return found && strings.Contains(after, "field.kexec=second-kernel")
+}
+
 // MakeTargetDisk writes a raw disk image at path: an MBR with one Linux
 // partition holding an ext4 file system, which holds kernel as
 // /boot/vmlinuz, the next boot's initrd as /boot/initrd.img (nextInitrd,

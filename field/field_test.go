@@ -714,7 +714,7 @@ func (f *field) run(t *testing.T, sc Scenario, logName string) Row {
 	case down.Reason == "guest-shutdown":
 		row.Outcome = Shutdown
 		for _, l := range vm.Lines() {
-			if l.At.After(exit.At) && strings.HasPrefix(l.Text, KexecMarker) && strings.Contains(l.Text, "field.kexec=second-kernel") {
+			if l.At.After(exit.At) && SecondKernel(l.Text) {
 				row.Outcome = Kexec
 			}
 		}

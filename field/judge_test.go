@@ -136,3 +136,32 @@ func TestScenarioBy(t *testing.T) {
 		t.Errorf("%d busybox reboot rows on systemd; want 1", busybox)
 	}
 }
+
+// TestSecondKernel: the second kernel's marker is found at a line's
+// start, and after what the first kernel's console was printing when the
+// kexec came (recorded on hookos26, 2026-12-07: the kexec program's
+// "rebooting into it" ended in a carriage return, its newline lost); the first
+// kernel's own mention of the command line is not it.
+func TestSecondKernel(t *testing.T) {
+	found := false
+	for _, l := range consoleTimed(t, "testdata/hookos-kexec-glued.console") {
+		if SecondKernel(l.Text) {
+			found = true
+			if !strings.Contains(l.Text, "rebooting into it\r"+KexecMarker) {
+				t.Errorf("found in %q, want the line the marker was glued to", l.Text)
+			}
+		}
+	}
+	if !found {
+		t.Error("recorded kexec, the marker glued to the line before: no second kernel found")
+	}
+	for text, want := range map[string]bool{
+		KexecMarker + " console=ttyS0 quiet panic=0 field.kexec=second-kernel":                                    true,
+		`kexec: loading /boot/vmlinuz, /boot/initrd.img, "console=ttyS0 quiet panic=0 field.kexec=second-kernel"`: false,
+		KexecMarker + " console=ttyS0 quiet panic=0":                                                              false,
+	} {
+		if got := SecondKernel(text); got != want {
+			t.Errorf("SecondKernel(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
