@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -341,4 +342,85 @@ func itoa(n int) string {
 		s = string(rune('0'+n%10)) + s
 	}
 	return s
+}
+
+// TestReaderEdges: the values at the edges of what the reader takes.
+func TestReaderEdges(t *testing.T) {
+	// A PAX size of 0 overrides the header's.
+	records := paxRecords("size=0")
+	a := append(header(t, "PaxHeaders/f", 'x', int64(len(records))), pad(records)...)
+	a = append(a, header(t, "f", TypeReg, 5)...)
+	a = append(a, make([]byte, 2*block)...)
+	if got, err := entries(t, a); err != nil || len(got) != 1 || got[0] != (entry{"f", true, ""}) {
+		t.Errorf("PAX size=0 over a header's 5: %+v, %v; want f, empty", got, err)
+	}
+	// Metadata of exactly 1 MiB is read; a byte more is refused.
+	for _, n := range []int{1 << 20, 1<<20 + 1} {
+		long := append(bytes.Repeat([]byte("n"), n-1), 0)
+		b := append(header(t, "././@LongLink", 'L', int64(n)), pad(long)...)
+		b = append(b, header(t, "short", TypeReg, 0)...)
+		b = append(b, make([]byte, 2*block)...)
+		h, err := NewReader(bytes.NewReader(b)).Next()
+		if n == 1<<20 && (err != nil || len(h.Name) != n-1) {
+			t.Errorf("a long name of 1 MiB: %v, want it read", err)
+		}
+		if n > 1<<20 && !errors.Is(err, ErrHeader) {
+			t.Errorf("a long name of 1 MiB and a byte: %v, want ErrHeader", err)
+		}
+	}
+	// Base-256: the largest int64 is read, one more is refused.
+	maxField := []byte{0x80, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	if n, err := number(maxField); err != nil || n != 1<<63-1 {
+		t.Errorf("base-256 2^63-1: %d, %v", n, err)
+	}
+	over := []byte{0x80, 0, 0, 0, 0x80, 0, 0, 0, 0, 0, 0, 0}
+	if n, err := number(over); !errors.Is(err, ErrHeader) {
+		t.Errorf("base-256 2^63: %d, %v; want ErrHeader", n, err)
+	}
+	// One takes a name of 100 bytes, and refuses 101.
+	if _, err := One(strings.Repeat("n", 100), nil); err != nil {
+		t.Errorf("One with a 100-byte name: %v", err)
+	}
+	if _, err := One(strings.Repeat("n", 101), nil); err == nil {
+		t.Error("One with a 101-byte name: no error")
+	}
+}
+
+// TestReaderEnds: an entry whose last bytes come with the stream's end is
+// read whole; one cut short is io.ErrUnexpectedEOF; a failure within the
+// padding, or within a header, is that failure.
+func TestReaderEnds(t *testing.T) {
+	data := bytes.Repeat([]byte("x"), block)
+	a := append(header(t, "f", TypeReg, block), data...) // no padding, no zero blocks
+	tr := NewReader(iotest.DataErrReader(bytes.NewReader(a)))
+	if _, err := tr.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(tr); err != nil || len(got) != block {
+		t.Errorf("the last bytes with the stream's end: %d bytes, %v; want %d", len(got), err, block)
+	}
+	tr = NewReader(bytes.NewReader(a[:block+100]))
+	if _, err := tr.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(tr); err != io.ErrUnexpectedEOF {
+		t.Errorf("an entry cut short: %v, want io.ErrUnexpectedEOF", err)
+	}
+	broken := errors.New("the disk failed")
+	b := append(header(t, "f", TypeReg, 3), "abc"...)
+	tr = NewReader(io.MultiReader(bytes.NewReader(b), iotest.ErrReader(broken)))
+	if _, err := tr.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Next(); err != broken {
+		t.Errorf("a failure within the padding: %v, want it", err)
+	}
+	// A failure reading a header is not the archive's end: the next Next
+	// reads again, and meets it again.
+	tr = NewReader(iotest.ErrReader(broken))
+	for i := 1; i <= 2; i++ {
+		if _, err := tr.Next(); err != broken {
+			t.Errorf("Next %d on a failing stream: %v, want the failure", i, err)
+		}
+	}
 }
