@@ -3,6 +3,8 @@ package containerdapi
 import (
 	"errors"
 	"fmt"
+
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // Code is a gRPC status code.
@@ -97,3 +99,11 @@ func (e *TransportError) Error() string {
 }
 
 func (e *TransportError) Unwrap() error { return e.Err }
+
+// Lost says the request may have reached the daemon, which may or may
+// not have carried it out: the exchange broke off after it was sent.
+func (e *TransportError) Lost() bool { return socketclient.Sent(e.Err) }
+
+// Lost says the daemon may have carried the call out: it answered
+// UNAVAILABLE.
+func (e *Error) Lost() bool { return e.Code == Unavailable }

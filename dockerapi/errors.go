@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // Sentinels for errors.Is on an *Error.
@@ -44,6 +46,10 @@ func (e *Error) Is(target error) bool {
 	}
 	return false
 }
+
+// Lost says the engine may have carried the call out: a 503 is what
+// Docker, or a proxy before it, answers when it cannot say.
+func (e *Error) Lost() bool { return e.Status == http.StatusServiceUnavailable }
 
 // newError reads the engine's message from resp: JSON {"message": …} when
 // it is JSON, the text itself otherwise (20.10 answers some errors in
@@ -89,3 +95,7 @@ func (e *TransportError) Error() string {
 }
 
 func (e *TransportError) Unwrap() error { return e.Err }
+
+// Lost says the request may have reached the engine, which may or may
+// not have carried it out: the exchange broke off after it was sent.
+func (e *TransportError) Lost() bool { return socketclient.Sent(e.Err) }

@@ -235,6 +235,14 @@ func EngineNotUp(err error) bool {
 	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
+// Sent reports whether the request of a call that failed with err may
+// have reached the engine: it failed after its connection was made, not
+// in the dial, when nothing was sent.
+func Sent(err error) bool {
+	var op *net.OpError
+	return !errors.As(err, &op) || op.Op != "dial"
+}
+
 // Pause waits before a call is sent again, the try-th time (from 0), as
 // the client's own retries wait: 50 ms, doubling up to 1 s. It returns
 // ctx's cause if ctx ends first.

@@ -1,0 +1,41 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// IsLost reports whether err is a call whose answer was lost: the request
+// may have reached the engine, which may or may not have carried it out
+// (the exchange broke off after it was sent, or the engine answered that
+// it may have: Docker's 503, gRPC's UNAVAILABLE). A call never sent (no
+// engine listening) is not lost. Both clients' errors say so by a method,
+// Lost() bool.
+func IsLost(err error) bool {
+	var l interface{ Lost() bool }
+	return errors.As(err, &l) && l.Lost()
+}
+
+// Repeats bounds how often Settle makes a call again.
+const Repeats = 4
+
+// Settle makes call and, while its answer is lost (IsLost), makes it
+// again, Repeats times at most, after a pause each (50 ms, doubling, up
+// to a second). The error of a call made again for which met holds (nil:
+// none) says that an earlier attempt did the work: Settle returns nil.
+// Otherwise it returns the last call's error, or ctx's cause if ctx
+// ended during a pause. This is the one place where a call whose answer
+// was lost is made again: the clients send each such call once.
+func Settle(ctx context.Context, call func() error, met func(error) bool) error {
+	err := call()
+	for try := 0; IsLost(err) && try < Repeats; try++ {
+		if !Sleep(ctx, min(50*time.Millisecond<<try, time.Second)) {
+			return errors.Join(err, context.Cause(ctx))
+		}
+		if err = call(); err != nil && met != nil && met(err) {
+			return nil
+		}
+	}
+	return err
+}
