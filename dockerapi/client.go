@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -137,15 +136,13 @@ type request struct {
 	header http.Header
 	// ok lists the statuses that count as success; others become *Error.
 	ok []int
-	// repeat says whether the call is sent again after an attempt that
-	// may have reached the engine, and what the repeat's answer means.
-	repeat repeat
-	// subject is the container the call is about, for doneEarlier.
-	subject string
+	// again: the call is sent again after an attempt that may have
+	// reached the engine, as one whose repeat means what the first
+	// would have (reads, waits, logs, pulls). Any other call is sent
+	// once; a lost answer is the engine layer's to settle.
+	again bool
 	// raw skips the version prefix (for _ping and paths that carry one).
 	raw bool
-	// tries, when set, lets the caller see how the attempts went.
-	tries *socketclient.Attempts
 	// stream exempts a call that waits on the engine's events (a
 	// container wait) from RequestTimeout.
 	stream bool
@@ -186,12 +183,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	if body != nil {
 		reader = body
 	}
-	tries := r.tries
-	if tries == nil {
-		tries = &socketclient.Attempts{}
-	}
-	tries.Repeatable = r.repeat != never
-	req, err := retryablehttp.NewRequestWithContext(socketclient.WithAttempts(ctx, tries), r.method, u, reader)
+	req, err := retryablehttp.NewRequestWithContext(socketclient.WithAttempts(ctx, &socketclient.Attempts{Repeatable: r.again}), r.method, u, reader)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
 	}
@@ -226,14 +218,7 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 		ctx, cancel = c.bounds().Bound(ctx)
 		defer cancel()
 	}
-	if r.tries == nil {
-		r.tries = &socketclient.Attempts{}
-	}
 	resp, err := c.send(ctx, r)
-	var e *Error
-	if errors.As(err, &e) && r.tries.Ambiguous && r.doneEarlier(e) {
-		return nil
-	}
 	if err != nil {
 		return socketclient.WithCause(ctx, err)
 	}
@@ -279,17 +264,13 @@ func (c *Client) Raw(ctx context.Context, method, path string, body []byte) (*ht
 		ok = append(ok, s)
 	}
 	method = strings.ToUpper(method)
-	rep := never
-	if method == http.MethodGet || method == http.MethodHead {
-		rep = asFirst
-	}
 	return c.send(ctx, request{
 		method: method,
 		path:   u.Path,
 		query:  u.Query(),
 		body:   payload,
 		ok:     ok,
-		repeat: rep,
+		again:  method == http.MethodGet || method == http.MethodHead,
 		raw:    hasVersionPrefix(u.Path) || u.Path == "/_ping",
 	})
 }
@@ -307,7 +288,7 @@ type Ping struct {
 func (c *Client) Ping(ctx context.Context) (Ping, error) {
 	ctx, cancel := c.bounds().Bound(ctx) // the first contact: a hung engine fails it
 	defer cancel()
-	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/_ping", ok: []int{200}, repeat: asFirst, raw: true})
+	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/_ping", ok: []int{200}, again: true, raw: true})
 	if err != nil {
 		return Ping{}, socketclient.WithCause(ctx, err)
 	}

@@ -13,14 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // ContainerInspect returns the container named or identified by id.
 func (c *Client) ContainerInspect(ctx context.Context, id string) (Container, error) {
 	var out Container
-	err := c.do(ctx, request{method: http.MethodGet, path: "/containers/" + url.PathEscape(id) + "/json", ok: []int{200}, repeat: asFirst}, &out)
+	err := c.do(ctx, request{method: http.MethodGet, path: "/containers/" + url.PathEscape(id) + "/json", ok: []int{200}, again: true}, &out)
 	if err != nil {
 		return Container{}, fmt.Errorf("inspecting container %q: %w", id, err)
 	}
@@ -28,100 +26,31 @@ func (c *Client) ContainerInspect(ctx context.Context, id string) (Container, er
 }
 
 // ContainerCreate creates a container named name (empty: let the engine
-// pick one). A named create is safe to retry: when an attempt may have
-// reached the engine and the retry meets a name conflict, the container
-// already there is ours if it carries every label asked for, and its ID
-// is returned. A name the engine says is taken while no container answers
-// to it is held by an attempt cut off while the engine was still at it,
-// making the container or undoing it: the create is sent again, for
-// nameHeld at most, until the engine settles it.
+// pick one). It is sent once: a create whose answer was lost may have
+// made the container, which only the caller can tell as its own.
 func (c *Client) ContainerCreate(ctx context.Context, name string, body CreateRequest) (CreateResponse, error) {
 	q := url.Values{}
 	if name != "" {
 		q.Set("name", name)
 	}
 	var out CreateResponse
-	tries := &socketclient.Attempts{}
-	rep := never
-	if name != "" {
-		rep = adopted
-	}
-	req := request{
-		method: http.MethodPost, path: "/containers/create", query: q, body: body,
-		ok: []int{201}, repeat: rep, tries: tries,
-	}
-	err := c.do(ctx, req, &out)
-	for held := time.Now(); err != nil && name != "" && tries.Ambiguous && errors.Is(err, ErrConflict); {
-		there, ierr := c.ContainerInspect(ctx, name)
-		if ierr == nil && hasLabels(there.Config.Labels, body.Labels) {
-			return CreateResponse{ID: there.ID}, nil
-		}
-		if !errors.Is(ierr, ErrNotFound) || time.Since(held) >= nameHeld {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return CreateResponse{}, fmt.Errorf("creating container %q: %w", name, errors.Join(err, ctx.Err()))
-		case <-time.After(nameHeldPause):
-		}
-		err = c.do(ctx, req, &out)
-	}
+	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/create", query: q, body: body, ok: []int{201}}, &out)
 	if err != nil {
 		return CreateResponse{}, fmt.Errorf("creating container %q: %w", name, err)
 	}
 	return out, nil
 }
 
-// nameHeld bounds how long ContainerCreate sends a create again while the
-// engine holds its name for an attempt cut off; nameHeldPause is the
-// pause between them.
-const (
-	nameHeld      = 5 * time.Second
-	nameHeldPause = 50 * time.Millisecond
-)
-
-func hasLabels(have, want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := have[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
 // ContainerStart starts a container. A container that is already running
-// gives an error for which errors.Is(err, ErrNotModified) holds, unless
-// an earlier attempt of this call started it.
-//
-// An attempt that may have reached the engine (its answer lost, or a
-// 503) is not repeated blindly: a container that exits at once is no
-// longer running when the repeat comes, and the repeat would run it
-// again. The container is inspected first: if it runs, or started after
-// the first attempt was sent, that attempt started it.
+// gives an error for which errors.Is(err, ErrNotModified) holds. It is
+// sent once: a start whose answer was lost may have run the container,
+// which may have exited by the time a repeat came, and run it again.
 func (c *Client) ContainerStart(ctx context.Context, id string) error {
-	sent := time.Now()
-	var err error
-	for n := 0; ; n++ {
-		tries := &socketclient.Attempts{}
-		err = c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/start", ok: []int{204}, repeat: never, tries: tries}, nil)
-		if err == nil || n > 0 && errors.Is(err, ErrNotModified) {
-			return nil // a 304 to a repeat: an earlier attempt started it
-		}
-		if !tries.Ambiguous || n >= socketclient.MaxRetries {
-			break
-		}
-		ctr, ierr := c.ContainerInspect(ctx, id)
-		if ierr != nil {
-			break
-		}
-		if since, perr := time.Parse(time.RFC3339Nano, ctr.State.StartedAt); ctr.State.Running || perr == nil && !since.Before(sent) {
-			return nil
-		}
-		if perr := socketclient.Pause(ctx, n); perr != nil {
-			return fmt.Errorf("starting container %q: %w", id, err)
-		}
+	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/start", ok: []int{204}}, nil)
+	if err != nil {
+		return fmt.Errorf("starting container %q: %w", id, err)
 	}
-	return fmt.Errorf("starting container %q: %w", id, err)
+	return nil
 }
 
 // ContainerStop stops a running container at once (SIGKILL, with no
@@ -130,7 +59,7 @@ func (c *Client) ContainerStart(ctx context.Context, id string) error {
 // would have.
 func (c *Client) ContainerStop(ctx context.Context, id string) error {
 	q := url.Values{"t": {"0"}}
-	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/stop", query: q, ok: []int{204, 304}, repeat: asFirst}, nil)
+	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/stop", query: q, ok: []int{204, 304}, again: true}, nil)
 	if err != nil {
 		return fmt.Errorf("stopping container %q: %w", id, err)
 	}
@@ -152,7 +81,7 @@ func (c *Client) ContainerWait(ctx context.Context, id, condition string) (WaitR
 		q.Set("condition", condition)
 	}
 	var out WaitResponse
-	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/wait", query: q, ok: []int{200}, repeat: asFirst, stream: true}, &out)
+	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/wait", query: q, ok: []int{200}, again: true, stream: true}, &out)
 	if err != nil {
 		return WaitResponse{}, fmt.Errorf("waiting for container %q: %w", id, err)
 	}
@@ -175,7 +104,8 @@ type RemoveOptions struct {
 	Volumes bool // remove its anonymous volumes too
 }
 
-// ContainerRemove removes a container.
+// ContainerRemove removes a container. It is sent once: a repeat of a
+// removal whose answer was lost would answer not found.
 func (c *Client) ContainerRemove(ctx context.Context, id string, opts RemoveOptions) error {
 	q := url.Values{}
 	if opts.Force {
@@ -184,7 +114,7 @@ func (c *Client) ContainerRemove(ctx context.Context, id string, opts RemoveOpti
 	if opts.Volumes {
 		q.Set("v", "1")
 	}
-	err := c.do(ctx, request{method: http.MethodDelete, path: "/containers/" + url.PathEscape(id), query: q, ok: []int{204}, repeat: removed}, nil)
+	err := c.do(ctx, request{method: http.MethodDelete, path: "/containers/" + url.PathEscape(id), query: q, ok: []int{204}}, nil)
 	if err != nil {
 		return fmt.Errorf("removing container %q: %w", id, err)
 	}
@@ -201,7 +131,7 @@ func (c *Client) ContainerList(ctx context.Context, labels ...string) ([]Contain
 	}
 	for n := 1; ; n++ {
 		var out []ContainerSummary
-		err := c.do(ctx, request{method: http.MethodGet, path: "/containers/json", query: q, ok: []int{200}, repeat: asFirst}, &out)
+		err := c.do(ctx, request{method: http.MethodGet, path: "/containers/json", query: q, ok: []int{200}, again: true}, &out)
 		if err == nil {
 			return out, nil
 		}
@@ -251,7 +181,7 @@ func (c *Client) ContainerLogs(ctx context.Context, id string, opts LogsOptions,
 	if t, err := time.Parse(time.RFC3339Nano, opts.Since); err == nil {
 		q.Set("since", fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()))
 	}
-	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/containers/" + url.PathEscape(id) + "/logs", query: q, ok: []int{200}, repeat: asFirst})
+	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/containers/" + url.PathEscape(id) + "/logs", query: q, ok: []int{200}, again: true})
 	if err != nil {
 		return fmt.Errorf("reading logs of container %q: %w", id, err)
 	}
@@ -274,7 +204,7 @@ func (c *Client) NetworkConnect(ctx context.Context, network, container string, 
 		Container      string
 		EndpointConfig EndpointSettings
 	}{container, ep}
-	err := c.do(ctx, request{method: http.MethodPost, path: "/networks/" + url.PathEscape(network) + "/connect", body: body, ok: []int{200}, repeat: connected}, nil)
+	err := c.do(ctx, request{method: http.MethodPost, path: "/networks/" + url.PathEscape(network) + "/connect", body: body, ok: []int{200}}, nil)
 	if err != nil {
 		return fmt.Errorf("connecting container %q to network %q: %w", container, network, err)
 	}
@@ -283,7 +213,7 @@ func (c *Client) NetworkConnect(ctx context.Context, network, container string, 
 
 // ContainerRename gives a container a new name.
 func (c *Client) ContainerRename(ctx context.Context, id, name string) error {
-	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/rename", query: url.Values{"name": {name}}, ok: []int{204}, repeat: renamed, subject: id}, nil)
+	err := c.do(ctx, request{method: http.MethodPost, path: "/containers/" + url.PathEscape(id) + "/rename", query: url.Values{"name": {name}}, ok: []int{204}}, nil)
 	if err != nil {
 		return fmt.Errorf("renaming container %q to %q: %w", id, name, err)
 	}
@@ -328,7 +258,7 @@ func pathStat(h http.Header) (PathStat, error) {
 // not.
 func (c *Client) ContainerStatPath(ctx context.Context, id, path string) (PathStat, error) {
 	var h http.Header
-	err := c.do(ctx, request{method: http.MethodHead, path: "/containers/" + url.PathEscape(id) + "/archive", query: url.Values{"path": {path}}, ok: []int{200}, repeat: asFirst, answered: &h}, nil)
+	err := c.do(ctx, request{method: http.MethodHead, path: "/containers/" + url.PathEscape(id) + "/archive", query: url.Values{"path": {path}}, ok: []int{200}, again: true, answered: &h}, nil)
 	if err != nil {
 		return PathStat{}, fmt.Errorf("looking for %s in container %q: %w", path, id, err)
 	}
@@ -345,7 +275,7 @@ func (c *Client) ContainerStatPath(ctx context.Context, id, path string) (PathSt
 // that is not there gives an error for which errors.Is(err, ErrNotFound)
 // holds, as does a container that is not.
 func (c *Client) ContainerArchive(ctx context.Context, id, path string) (io.ReadCloser, PathStat, error) {
-	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/containers/" + url.PathEscape(id) + "/archive", query: url.Values{"path": {path}}, ok: []int{200}, repeat: asFirst})
+	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/containers/" + url.PathEscape(id) + "/archive", query: url.Values{"path": {path}}, ok: []int{200}, again: true})
 	if err != nil {
 		return nil, PathStat{}, fmt.Errorf("copying %s from container %q: %w", path, id, err)
 	}
@@ -363,7 +293,7 @@ func (c *Client) ContainerArchive(ctx context.Context, id, path string) (io.Read
 // same. A container that is not there gives an error for which
 // errors.Is(err, ErrNotFound) holds.
 func (c *Client) ContainerPutArchive(ctx context.Context, id, dir string, archive []byte) error {
-	err := c.do(ctx, request{method: http.MethodPut, path: "/containers/" + url.PathEscape(id) + "/archive", query: url.Values{"path": {dir}}, tar: archive, ok: []int{200}, repeat: asFirst}, nil)
+	err := c.do(ctx, request{method: http.MethodPut, path: "/containers/" + url.PathEscape(id) + "/archive", query: url.Values{"path": {dir}}, tar: archive, ok: []int{200}, again: true}, nil)
 	if err != nil {
 		return fmt.Errorf("copying into %s of container %q: %w", dir, id, err)
 	}

@@ -57,7 +57,7 @@ func (c *Client) Events(ctx context.Context, opts EventsOptions) (*Events, error
 		}
 		q.Set("filters", string(f))
 	}
-	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/events", query: q, ok: []int{200}, repeat: asFirst})
+	resp, err := c.send(ctx, request{method: http.MethodGet, path: "/events", query: q, ok: []int{200}, again: true})
 	if err != nil {
 		return nil, fmt.Errorf("following the engine's events: %w", err)
 	}

@@ -18,7 +18,7 @@ import (
 // or an ID). A name with no tag means :latest.
 func (c *Client) ImageInspect(ctx context.Context, ref string) (Image, error) {
 	var out Image
-	err := c.do(ctx, request{method: http.MethodGet, path: "/images/" + ref + "/json", ok: []int{200}, repeat: asFirst}, &out)
+	err := c.do(ctx, request{method: http.MethodGet, path: "/images/" + ref + "/json", ok: []int{200}, again: true}, &out)
 	if err != nil {
 		return Image{}, fmt.Errorf("inspecting image %q: %w", ref, err)
 	}
@@ -80,7 +80,7 @@ func (c *Client) ImagePull(ctx context.Context, ref imageref.Ref, auth *AuthConf
 		h = http.Header{"X-Registry-Auth": {auth.header()}}
 	}
 	for broken := 0; ; broken++ {
-		resp, err := c.send(ctx, request{method: http.MethodPost, path: "/images/create", query: q, header: h, ok: []int{200}, repeat: asFirst})
+		resp, err := c.send(ctx, request{method: http.MethodPost, path: "/images/create", query: q, header: h, ok: []int{200}, again: true})
 		if err != nil {
 			return fmt.Errorf("pulling image %s: %w", ref, err)
 		}

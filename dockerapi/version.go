@@ -118,7 +118,7 @@ func hasVersionPrefix(path string) bool {
 // EngineVersion returns the engine's version, from GET /version.
 func (c *Client) EngineVersion(ctx context.Context) (VersionInfo, error) {
 	var out VersionInfo
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/version", ok: []int{200}, repeat: asFirst}, &out); err != nil {
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/version", ok: []int{200}, again: true}, &out); err != nil {
 		return VersionInfo{}, fmt.Errorf("asking the engine's version: %w", err)
 	}
 	return out, nil

@@ -39,3 +39,18 @@ func Settle(ctx context.Context, call func() error, met func(error) bool) error 
 	}
 	return err
 }
+
+// Final is err, whatever it wraps, as an answer Settle does not make the
+// call again after: a call whose answer was lost, whose outcome the
+// caller then could not tell, must not be made blindly again.
+func Final(err error) error {
+	if err == nil {
+		return nil
+	}
+	return final{err}
+}
+
+type final struct{ error }
+
+func (f final) Unwrap() error { return f.error }
+func (final) Lost() bool      { return false }

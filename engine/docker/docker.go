@@ -263,9 +263,10 @@ func (e *Engine) startFailed(ctx context.Context, id string) bool {
 }
 
 // Keep renames the container, so that this run can use its name. One
-// already named so (a Keep called again) is kept.
+// already named so (a Keep called again, or a rename whose answer was
+// lost made again) is kept.
 func (e *Engine) Keep(ctx context.Context, c engine.Container, name string) (string, error) {
-	if err := e.C.ContainerRename(ctx, c.ID, name); err != nil {
+	if err := engine.Settle(ctx, func() error { return e.C.ContainerRename(ctx, c.ID, name) }, nil); err != nil {
 		if there, ierr := e.C.ContainerInspect(ctx, c.ID); ierr == nil && strings.TrimPrefix(there.Name, "/") == name {
 			return name, nil
 		}
@@ -274,9 +275,13 @@ func (e *Engine) Keep(ctx context.Context, c engine.Container, name string) (str
 	return name, nil
 }
 
-// Remove force-removes a container with its anonymous volumes.
+// Remove force-removes a container with its anonymous volumes. One not
+// there (removed already, or by a removal whose answer was lost) counts
+// as removed.
 func (e *Engine) Remove(ctx context.Context, id string) error {
-	err := e.C.ContainerRemove(ctx, id, dockerapi.RemoveOptions{Force: true, Volumes: true})
+	err := engine.Settle(ctx, func() error {
+		return e.C.ContainerRemove(ctx, id, dockerapi.RemoveOptions{Force: true, Volumes: true})
+	}, nil)
 	if errors.Is(err, dockerapi.ErrNotFound) {
 		return nil
 	}
@@ -359,26 +364,43 @@ func merge(base, extra map[string]string) map[string]string {
 }
 
 // Create creates the container and connects it to the networks that
-// could not be given at the create. Called again for the same spec, it
-// adopts the container of that name if it carries every label planned and
-// the image, and connects what is not connected yet.
+// could not be given at the create. Called again for the same spec, or
+// when a create's answer was lost and it was made again, it adopts the
+// container of that name if it carries every label planned and the
+// image, and connects what is not connected yet. A name the engine says
+// is taken while no container answers to it, after a lost answer, is held
+// by that create, cut off while the engine was still at it, making the
+// container or undoing it: the create is made again, for nameHeld at
+// most, until the engine settles it.
 func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 	p := spec.Create.(*planned)
-	created, err := e.C.ContainerCreate(ctx, spec.Name, p.CreateRequest)
+	var created dockerapi.CreateResponse
+	sent := 0
+	create := func() (err error) {
+		sent++
+		created, err = e.C.ContainerCreate(ctx, spec.Name, p.CreateRequest)
+		return err
+	}
+	err := engine.Settle(ctx, create, nil)
 	adopted := false
-	if errors.Is(err, dockerapi.ErrConflict) {
+	for held := time.Now(); errors.Is(err, dockerapi.ErrConflict); {
 		there, ierr := e.C.ContainerInspect(ctx, spec.Name)
 		if adopted = ierr == nil && there.Config.Image == p.Image && hasLabels(there.Config.Labels, p.Labels); adopted {
 			created.ID, err = there.ID, nil
+			break
 		}
+		if sent == 1 || !errors.Is(ierr, dockerapi.ErrNotFound) || time.Since(held) >= nameHeld || !engine.Sleep(ctx, nameHeldPause) {
+			break
+		}
+		err = create()
 	}
 	if err != nil {
 		return "", missingSource(err, p.HostConfig.Mounts)
 	}
 	for network, ep := range p.connect {
-		var ae *dockerapi.Error
-		err := e.C.NetworkConnect(ctx, network, created.ID, ep)
-		if adopted && errors.As(err, &ae) && strings.Contains(strings.ToLower(ae.Message), "already") {
+		connect := func() error { return e.C.NetworkConnect(ctx, network, created.ID, ep) }
+		err := engine.Settle(ctx, connect, connectedAlready)
+		if adopted && connectedAlready(err) {
 			continue
 		}
 		if err != nil {
@@ -386,6 +408,21 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 		}
 	}
 	return created.ID, nil
+}
+
+// nameHeld bounds how long Create makes a create again while the engine
+// holds its name for a create cut off; nameHeldPause is the pause
+// between them.
+const (
+	nameHeld      = 5 * time.Second
+	nameHeldPause = 50 * time.Millisecond
+)
+
+// connectedAlready is the engine's refusal to connect a container to a
+// network it is in already.
+func connectedAlready(err error) bool {
+	var ae *dockerapi.Error
+	return errors.As(err, &ae) && strings.Contains(strings.ToLower(ae.Message), "already")
 }
 
 // Again creates container name as first was created: planned from first,
@@ -441,9 +478,29 @@ func missingSource(err error, mounts []dockerapi.Mount) error {
 }
 
 // Start starts a created container. One that runs already (a Start
-// called again) counts as started.
+// called again) counts as started. A start whose answer was lost is not
+// made again blindly: a container that exits at once is no longer
+// running when the repeat comes, and the repeat would run it again. The
+// container is inspected first: if it runs, or started after the first
+// attempt was sent, that attempt started it.
 func (e *Engine) Start(ctx context.Context, id string) error {
-	if err := e.C.ContainerStart(ctx, id); err != nil && !errors.Is(err, dockerapi.ErrNotModified) {
+	sent := time.Now()
+	err := engine.Settle(ctx, func() error {
+		err := e.C.ContainerStart(ctx, id)
+		if !engine.IsLost(err) {
+			return err
+		}
+		ctr, ierr := e.C.ContainerInspect(ctx, id)
+		if ierr != nil {
+			return engine.Final(err)
+		}
+		since, perr := time.Parse(time.RFC3339Nano, ctr.State.StartedAt)
+		if ctr.State.Running || perr == nil && !since.Before(sent) {
+			return nil
+		}
+		return err
+	}, func(err error) bool { return errors.Is(err, dockerapi.ErrNotModified) })
+	if err != nil && !errors.Is(err, dockerapi.ErrNotModified) {
 		return err
 	}
 	return nil

@@ -70,7 +70,7 @@ func mountDevice(hc *dockerapi.HostConfig, d *engine.Device) {
 // a running container marked for auto-removal (fixed in 25.0), which the
 // waiter would be while the user container runs.
 func (e *Engine) End(ctx context.Context, name string) error {
-	return e.C.ContainerRemove(ctx, name, dockerapi.RemoveOptions{Force: true, Volumes: true})
+	return e.Remove(ctx, name)
 }
 
 // engineBind binds the directory of the engine socket at source into the

@@ -369,3 +369,23 @@ func TestBound(t *testing.T) {
 		t.Errorf("cause %v, want the deadline and the bound named", cause)
 	}
 }
+
+// TestSent: a call that failed in its dial sent nothing; one that failed
+// after (a read, a write, EOF) may have reached the engine.
+func TestSent(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Net: "unix", Err: syscall.ECONNREFUSED}
+	read := &net.OpError{Op: "read", Net: "unix", Err: syscall.ECONNRESET}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{dial, false},
+		{&net.OpError{Op: "dial", Net: "unix", Err: &os.PathError{Op: "connect", Err: syscall.ENOENT}}, false},
+		{read, true},
+		{io.EOF, true},
+	} {
+		if got := Sent(tc.err); got != tc.want {
+			t.Errorf("Sent(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
