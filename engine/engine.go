@@ -19,6 +19,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -305,6 +306,11 @@ const WaiterWaitForEngine = time.Minute
 // task, on every engine. Each ask itself waits for the socket, within the
 // client's WaitForEngine.
 const EngineLost = 2 * time.Minute
+
+// ErrNoAnswer is a wait the engine broke off without an answer (an
+// engine restarting drops its waits): what was waited for may well go
+// on, and the caller may ask again.
+var ErrNoAnswer = errors.New("no answer from the engine")
 
 // Stamp is how a result writes a time: UTC, RFC 3339 to the nanosecond.
 func Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

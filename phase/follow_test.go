@@ -19,13 +19,13 @@ import (
 
 // TestTwoFollowFails: a run whose end cannot be followed (the engine
 // restarting under it, say) is asked after again; one the engine never
-// settles within followLost counts as a failed run with a note saying
+// settles within engineLost counts as a failed run with a note saying
 // why, and the re-runs, the fallback and the result follow as after any
 // failed run.
 func TestTwoFollowFails(t *testing.T) {
-	lost := followLost
-	followLost = 50 * time.Millisecond
-	t.Cleanup(func() { followLost = lost })
+	lost := engineLost
+	engineLost = 50 * time.Millisecond
+	t.Cleanup(func() { engineLost = lost })
 	engineGone := errors.New("following act-waitdaemon-user: connection refused")
 
 	// twoWithResultFile runs phase 2 on eng, one re-run and a fallback,
@@ -213,6 +213,54 @@ func TestTwoActionExitedFails(t *testing.T) {
 	checkResultFile(t, args.ResultFile, res)
 }
 
+// TestTwoActionExitedNoAnswer: a wait for the action's exit that the
+// engine breaks off without an answer (ErrNoAnswer: an engine restarting)
+// is asked again, the loss logged once, and the run goes on as the engine
+// then says; one the engine never answers within engineLost is an exit
+// unknown: nothing starts. An error of another kind is not asked again.
+func TestTwoActionExitedNoAnswer(t *testing.T) {
+	lost := engineLost
+	engineLost = 50 * time.Millisecond
+	t.Cleanup(func() { engineLost = lost })
+	noAnswer := fmt.Errorf("waiting for the action container: %w: EOF", engine.ErrNoAnswer)
+	for _, tc := range []struct {
+		name      string
+		once      []error // ActionExited's answers before the fake's own
+		fail      error   // every answer, when set
+		wantAsks  int     // 0: at least two
+		wantStart bool
+	}{
+		{name: "answered again", once: []error{noAnswer}, wantAsks: 2, wantStart: true},
+		{name: "never answered", fail: noAnswer},
+		{name: "another error", fail: errors.New("waiting for the action container: 400 bad wait"), wantAsks: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := waiterFake(true)
+			eng.Once = map[string][]error{"ActionExited": tc.once}
+			if tc.fail != nil {
+				eng.Fail = map[string]error{"ActionExited": tc.fail}
+			}
+			var out bytes.Buffer
+			err := Two(context.Background(), eng, waiterArgs(0, false), Options{Stdout: &out})
+			asks := countCalls(eng.Calls(), "ActionExited")
+			if tc.wantAsks == 0 && asks < 2 || tc.wantAsks != 0 && asks != tc.wantAsks {
+				t.Errorf("ActionExited asked %d times, want %d (0: two or more)", asks, tc.wantAsks)
+			}
+			started := slices.ContainsFunc(eng.Calls(), func(c string) bool { return strings.HasPrefix(c, "Start") })
+			if started != tc.wantStart || (err == nil) != tc.wantStart {
+				t.Errorf("started %v, error %v; want started %v:\n%s", started, err, tc.wantStart, out.String())
+			}
+			logged := strings.Count(out.String(), "lost the engine while waiting for the action container")
+			if want := map[bool]int{true: 1, false: 0}[errors.Is(tc.fail, engine.ErrNoAnswer) || len(tc.once) > 0]; logged != want {
+				t.Errorf("the loss logged %d times, want %d:\n%s", logged, want, out.String())
+			}
+			if tc.fail == noAnswer && !strings.Contains(lastResult(t, out.String()).NotStarted, "no answer from the engine for 50ms") {
+				t.Errorf("result does not say the engine did not answer for engineLost:\n%s", out.String())
+			}
+		})
+	}
+}
+
 // TestTwoStartFailsBetweenRuns: a run that could not start after one
 // that ran has that run's image and command; a re-run after it reads the
 // output of its own container, from its start; and a last run that could
@@ -343,9 +391,9 @@ func TestOrdered(t *testing.T) {
 // never two runs at once. One whose end cannot be learnt then starts
 // nothing more, and the result says why.
 func TestTwoLostRunEnds(t *testing.T) {
-	lost, bound := followLost, lostStop
-	followLost, lostStop = 50*time.Millisecond, 200*time.Millisecond
-	t.Cleanup(func() { followLost, lostStop = lost, bound })
+	lost, bound := engineLost, lostStop
+	engineLost, lostStop = 50*time.Millisecond, 200*time.Millisecond
+	t.Cleanup(func() { engineLost, lostStop = lost, bound })
 	engineGone := errors.New("following act-waitdaemon-user: connection refused")
 
 	t.Run("stopped, then re-run", func(t *testing.T) {

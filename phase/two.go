@@ -22,10 +22,13 @@ var (
 	retryCap  = 30 * time.Second
 )
 
-// followLost bounds how long the waiter goes on asking after a run whose
-// end it cannot follow (the engine restarting, say) before it counts the
-// run as failed with unfollowedExitCode.
-var followLost = 2 * time.Minute
+// engineLost is the one bound on an engine that went away (restarting,
+// say): how long the waiter goes on asking for the action's exit (then
+// its exit counts as unknown), and for the end of a run it cannot follow
+// (then the run counts as failed with unfollowedExitCode). The engines
+// ask once and say so (engine.ErrNoAnswer); each ask waits for the
+// socket within the client's own bound.
+var engineLost = 2 * time.Minute
 
 // lostStop bounds the stop of a run whose end was never followed, and the
 // look at its end after, before any next run.
@@ -81,7 +84,7 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 	if err := w.answerResultFile(ctx); err != nil {
 		return err
 	}
-	exit, err := eng.ActionExited(ctx, w.ActionContainer)
+	exit, err := w.actionExited(ctx)
 	if err != nil {
 		return w.exitUnknown(err)
 	}
@@ -110,6 +113,29 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 	fctx, stop := Finishing(ctx)
 	defer stop()
 	return w.finish(fctx, res)
+}
+
+// actionExited is the engine's ActionExited, asked again while the
+// engine does not answer (ErrNoAnswer: the action may well still run),
+// for engineLost at most.
+func (w *waiter) actionExited(ctx context.Context) (engine.Exit, error) {
+	var lostAt time.Time
+	for {
+		exit, err := w.eng.ActionExited(ctx, w.ActionContainer)
+		if !errors.Is(err, engine.ErrNoAnswer) || ctx.Err() != nil {
+			return exit, err
+		}
+		if lostAt.IsZero() {
+			lostAt = time.Now()
+			logEvent(w.o.Stdout, "lost the engine while waiting for the action container; asking again", map[string]string{"error": err.Error()})
+		}
+		if time.Since(lostAt) >= engineLost {
+			return exit, fmt.Errorf("no answer from the engine for %v: %w", engineLost, err)
+		}
+		if !engine.Sleep(ctx, min(followPause, engineLost)) {
+			return engine.Exit{At: time.Now()}, nil
+		}
+	}
 }
 
 // removalBound bounds how long after the action's exit the wait for its
@@ -471,7 +497,7 @@ const followPause = time.Second
 // follow follows the run of container started at sent to its end. A
 // Follow that fails (the engine restarting under it, say: the run itself
 // may go on) is asked again, the same run, until the engine settles it;
-// one that still fails followLost after the first failure is counted as
+// one that still fails engineLost after the first failure is counted as
 // a failed run, with unfollowedExitCode and a note saying why, and
 // lost: it may run on. Its error is ctx's alone.
 func (w *waiter) follow(ctx context.Context, container string, sent time.Time) (r engine.Run, lost bool, err error) {
@@ -492,11 +518,11 @@ func (w *waiter) follow(ctx context.Context, container string, sent time.Time) (
 			lostAt = time.Now()
 			logEvent(w.o.Stdout, "could not follow a container; asking the engine again", map[string]string{"container": container, "error": err.Error()})
 		}
-		if time.Since(lostAt) >= followLost {
-			note := fmt.Sprintf("its end could not be followed: the engine did not say for %v (%v)", followLost, err)
+		if time.Since(lostAt) >= engineLost {
+			note := fmt.Sprintf("its end could not be followed: the engine did not say for %v (%v)", engineLost, err)
 			return engine.Run{ExitCode: unfollowedExitCode, Image: w.imageOf(container), Note: note}, true, nil
 		}
-		if !engine.Sleep(ctx, min(followPause, followLost)) {
+		if !engine.Sleep(ctx, min(followPause, engineLost)) {
 			return r, false, ctx.Err()
 		}
 	}

@@ -222,10 +222,9 @@ func finishedAt(ctr dockerapi.Container, now time.Time) (time.Time, bool) {
 }
 
 // waitAction is ActionExited's wait. A wait that breaks without an answer
-// (the engine restarting under live-restore drops it) is asked again: the
-// action may well still run.
+// (the engine restarting under live-restore drops it) is ErrNoAnswer: the
+// action may well still run, and the caller asks again.
 func (e *Engine) waitAction(ctx context.Context, id string) (engine.Exit, error) {
-	var lostSince time.Time
 	now := func() (engine.Exit, error) { return engine.Exit{At: time.Now()}, nil }
 	var wr dockerapi.WaitResponse
 	for {
@@ -260,17 +259,7 @@ func (e *Engine) waitAction(ctx context.Context, id string) (engine.Exit, error)
 			}
 			return now()
 		default:
-			if lostSince.IsZero() {
-				lostSince = time.Now()
-				engine.Log(e.Log, "lost the engine while waiting for the action container; asking again", map[string]string{"error": err.Error()})
-			}
-			if time.Since(lostSince) > engine.EngineLost {
-				return engine.Exit{}, fmt.Errorf("waiting for the action container: no answer from the engine for %v: %w", engine.EngineLost, err)
-			}
-			if !engine.Sleep(ctx, time.Second) {
-				return now()
-			}
-			continue
+			return engine.Exit{}, fmt.Errorf("waiting for the action container: %w: %w", engine.ErrNoAnswer, err)
 		}
 	}
 	// The wait's answer is the exit code; the inspect, when the
@@ -306,10 +295,9 @@ const (
 // had begun (docs/development.md#why-the-code-is-as-it-is). A run counts
 // as this one when the container no longer runs and the engine's
 // StartedAt is at most a second before started (re-runs are seconds
-// apart). A wait or inspect that breaks without an answer is asked
-// again, for engine.EngineLost at most.
+// apart). A wait or inspect that breaks without an answer is
+// ErrNoAnswer: the run may go on, and the caller asks again.
 func waitRun(ctx context.Context, c *dockerapi.Client, container string, started time.Time) (dockerapi.Container, int, error) {
-	var lostSince time.Time
 	for stale := 0; ; {
 		wr, err := c.ContainerWait(ctx, container, dockerapi.WaitNotRunning)
 		var ctr dockerapi.Container
@@ -318,19 +306,9 @@ func waitRun(ctx context.Context, c *dockerapi.Client, container string, started
 		}
 		var lost *dockerapi.TransportError
 		switch {
-		case err == nil:
-			lostSince = time.Time{}
-		case errors.As(err, &lost) && ctx.Err() == nil && (lostSince.IsZero() || time.Since(lostSince) < engine.EngineLost):
-			// No answer (the engine restarting under a run that goes
-			// on): ask again.
-			if lostSince.IsZero() {
-				lostSince = time.Now()
-			}
-			if !engine.Sleep(ctx, time.Second) {
-				return ctr, 0, ctx.Err()
-			}
-			continue
-		default:
+		case errors.As(err, &lost):
+			return ctr, 0, fmt.Errorf("following %s: %w: %w", container, engine.ErrNoAnswer, err)
+		case err != nil:
 			return ctr, 0, fmt.Errorf("following %s: %w", container, err)
 		}
 		at, perr := time.Parse(time.RFC3339Nano, ctr.State.StartedAt)

@@ -532,7 +532,7 @@ func resolve(eqs []*equivalent, src *sources) []error {
 // readEquivalents reads the rows of the tables of docs/mutants.md whose
 // first cell is a Go file, in backquotes:
 //
-//	| `phase/two.go` | `waiter.follow` | `time.Since(lostAt) >= followLost` | CONDITIONALS_BOUNDARY | why |
+//	| `phase/two.go` | `waiter.follow` | `time.Since(lostAt) >= engineLost` | CONDITIONALS_BOUNDARY | why |
 //
 // the file, from the module's root; the function (T.m for a method); the
 // expression gremlins mutates, as the code has it (a `|` in it written
