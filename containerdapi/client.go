@@ -16,11 +16,10 @@
 //   - Retries follow the Docker client's rules: a socket that is missing
 //     or refusing (a daemon starting) is waited for up to WaitForEngine;
 //     UNAVAILABLE and broken connections are retried a few times for the
-//     calls that are safe to repeat. A Containers/Create whose answer was
-//     lost, and whose retry meets AlreadyExists, adopts the container if it
-//     has the same ID and labels. Tasks/Create and Tasks/Start are never
-//     sent again blindly: when their answer is lost, Tasks/Get says
-//     whether the task was created or started (see TaskCreate, TaskStart).
+//     calls that are safe to repeat. The creates (Containers, Leases,
+//     Snapshots/Prepare, Tasks) and Tasks/Start are sent once: a lost
+//     answer fails with an error whose Lost method answers true, and the
+//     caller settles it (engine/containerd does).
 //   - With Trace set, every call is written out: the method, the metadata,
 //     each message decoded field by field, and the status. Registry
 //     secrets and secret-looking environment values are redacted.
@@ -201,8 +200,6 @@ func newRPC(name string, req, resp message, idempotent bool) *rpc {
 
 // callOptions adjust one call.
 type callOptions struct {
-	// tries, when set, lets the caller see how the attempts went.
-	tries *socketclient.Attempts
 	// long exempts a call that waits on the daemon (Tasks/Wait, a pull)
 	// from RequestTimeout.
 	long bool
@@ -220,14 +217,9 @@ func (c *Client) call(ctx context.Context, r *rpc, in, out message, opts callOpt
 		ctx, cancel = c.bounds().Bound(ctx)
 		defer cancel()
 	}
-	tries := opts.tries
-	if tries == nil {
-		tries = &socketclient.Attempts{}
-	}
-	tries.Repeatable = r.idempotent
 	c.traceRequest(ctx, r, in)
 	body := frame(marshal(in))
-	resp, err := c.send(ctx, r, body, tries)
+	resp, err := c.send(ctx, r, body, &socketclient.Attempts{Repeatable: r.idempotent})
 	if err != nil {
 		c.traceEnd(r, err)
 		return socketclient.WithCause(ctx, err)

@@ -2,12 +2,8 @@ package containerdapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"time"
-
-	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // Container is containerd.services.containers.v1.Container: metadata
@@ -100,7 +96,7 @@ func (m *fieldMask) fields() []field { return []field{{1, "paths", (*stringsValu
 var (
 	containersGet    = newRPC("containerd.services.containers.v1.Containers/Get", &containerID{}, &containerMsg{}, true)
 	containersList   = newRPC("containerd.services.containers.v1.Containers/List", &listContainersRequest{}, &listContainersResponse{}, true)
-	containersCreate = newRPC("containerd.services.containers.v1.Containers/Create", &containerMsg{}, &containerMsg{}, true)
+	containersCreate = newRPC("containerd.services.containers.v1.Containers/Create", &containerMsg{}, &containerMsg{}, false)
 	containersUpdate = newRPC("containerd.services.containers.v1.Containers/Update", &updateContainerRequest{}, &containerMsg{}, true)
 	containersDelete = newRPC("containerd.services.containers.v1.Containers/Delete", &containerID{}, &empty{}, true)
 )
@@ -144,20 +140,12 @@ func quoteFilter(s string) string {
 }
 
 // ContainerCreate creates ctr and returns it as the daemon stored it.
-// It is safe to retry: when an attempt may have reached the daemon and
-// the retry meets AlreadyExists, the container already there is ours if
-// it has the same labels, and it is returned; otherwise the error is
-// AlreadyExists (errors.Is(err, ErrAlreadyExists)).
+// A container already there fails as AlreadyExists (errors.Is(err,
+// ErrAlreadyExists)). It is sent once: a lost answer is the caller's to
+// settle.
 func (c *Client) ContainerCreate(ctx context.Context, ctr Container) (Container, error) {
 	var out containerMsg
-	tries := &socketclient.Attempts{}
-	err := c.call(ctx, containersCreate, &containerMsg{Container: ctr}, &out, callOptions{tries: tries})
-	if err != nil && tries.Ambiguous && errors.Is(err, ErrAlreadyExists) {
-		if there, gerr := c.ContainerGet(ctx, ctr.ID); gerr == nil && maps.Equal(there.Labels, ctr.Labels) {
-			return there, nil
-		}
-	}
-	if err != nil {
+	if err := c.call(ctx, containersCreate, &containerMsg{Container: ctr}, &out, callOptions{}); err != nil {
 		return Container{}, fmt.Errorf("creating container %q: %w", ctr.ID, err)
 	}
 	return out.Container, nil

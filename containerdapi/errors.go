@@ -52,10 +52,6 @@ var (
 	ErrFailedPrecondition = errors.New("failed precondition")
 	ErrUnimplemented      = errors.New("unimplemented")
 	ErrUnavailable        = errors.New("unavailable")
-	// ErrUnsettled: a call whose first attempt failed in a way that
-	// leaves its outcome open could not be settled in the time allowed
-	// (see TaskCreate): the daemon may have done it, or may do it yet.
-	ErrUnsettled = errors.New("not settled")
 )
 
 // Error is a call the daemon answered with a status other than OK.

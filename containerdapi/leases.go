@@ -2,11 +2,8 @@ package containerdapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // Lease is containerd.services.leases.v1.Lease.
@@ -51,27 +48,21 @@ func (m *deleteLeaseRequest) fields() []field {
 }
 
 var (
-	leasesCreate = newRPC("containerd.services.leases.v1.Leases/Create", &createLeaseRequest{}, &leaseMsg{}, true)
+	leasesCreate = newRPC("containerd.services.leases.v1.Leases/Create", &createLeaseRequest{}, &leaseMsg{}, false)
 	leasesDelete = newRPC("containerd.services.leases.v1.Leases/Delete", &deleteLeaseRequest{}, &empty{}, true)
 )
 
 // LeaseCreate creates the lease id, which the garbage collector may drop
 // after expires (never when zero), and returns it. Use it with WithLease.
-// It is safe to retry: when an attempt may have reached the daemon and
-// the retry meets AlreadyExists, the lease is the one that attempt made
-// (IDs are the caller's own), and it is returned with its ID alone.
+// It is sent once: a lost answer is the caller's to settle (a create
+// sent again meets AlreadyExists if the first made the lease).
 func (c *Client) LeaseCreate(ctx context.Context, id string, expires time.Time) (Lease, error) {
 	req := &createLeaseRequest{ID: id}
 	if !expires.IsZero() {
 		req.Labels = map[string]string{LabelGCExpire: expires.UTC().Format(time.RFC3339)}
 	}
 	var out leaseMsg
-	tries := &socketclient.Attempts{}
-	err := c.call(ctx, leasesCreate, req, &out, callOptions{tries: tries})
-	if err != nil && tries.Ambiguous && errors.Is(err, ErrAlreadyExists) {
-		return Lease{ID: id}, nil
-	}
-	if err != nil {
+	if err := c.call(ctx, leasesCreate, req, &out, callOptions{}); err != nil {
 		return Lease{}, fmt.Errorf("creating lease %q: %w", id, err)
 	}
 	return out.Lease, nil

@@ -2,11 +2,8 @@ package containerdapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // DefaultSnapshotter is the snapshotter waitdaemon unpacks to and
@@ -101,7 +98,7 @@ func (m *statSnapshotResponse) fields() []field {
 }
 
 var (
-	snapshotsPrepare = newRPC("containerd.services.snapshots.v1.Snapshots/Prepare", &snapshotRequest{}, &mountsResponse{}, true)
+	snapshotsPrepare = newRPC("containerd.services.snapshots.v1.Snapshots/Prepare", &snapshotRequest{}, &mountsResponse{}, false)
 	snapshotsMounts  = newRPC("containerd.services.snapshots.v1.Snapshots/Mounts", &snapshotRequest{}, &mountsResponse{}, true)
 	snapshotsStat    = newRPC("containerd.services.snapshots.v1.Snapshots/Stat", &snapshotRequest{}, &statSnapshotResponse{}, true)
 	snapshotsRemove  = newRPC("containerd.services.snapshots.v1.Snapshots/Remove", &snapshotRequest{}, &empty{}, true)
@@ -110,18 +107,12 @@ var (
 // SnapshotPrepare makes the active snapshot key on top of parent (a chain
 // ID; "" for an empty one) and returns its mounts. Call it under a lease
 // (WithLease) until a container holds the key, or the garbage collector
-// may take it. It is safe to retry: when an attempt may have reached the
-// daemon and the retry meets AlreadyExists, the snapshot is the one that
-// attempt made (keys are the caller's own), and its mounts are returned.
+// may take it. It is sent once: a lost answer is the caller's to settle
+// (a prepare sent again meets AlreadyExists if the first made the key).
 func (c *Client) SnapshotPrepare(ctx context.Context, snapshotter, key, parent string) ([]Mount, error) {
 	var out mountsResponse
 	req := &snapshotRequest{Snapshotter: snapshotter, Key: key, Parent: parent}
-	tries := &socketclient.Attempts{}
-	err := c.call(ctx, snapshotsPrepare, req, &out, callOptions{tries: tries})
-	if err != nil && tries.Ambiguous && errors.Is(err, ErrAlreadyExists) {
-		return c.SnapshotMounts(ctx, snapshotter, key)
-	}
-	if err != nil {
+	if err := c.call(ctx, snapshotsPrepare, req, &out, callOptions{}); err != nil {
 		return nil, fmt.Errorf("preparing snapshot %q: %w", key, err)
 	}
 	return out.Mounts, nil

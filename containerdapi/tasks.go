@@ -1,15 +1,10 @@
 package containerdapi
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"syscall"
 	"time"
-
-	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // TaskStatus is containerd.v1.types.Status.
@@ -24,16 +19,6 @@ const (
 	TaskPaused  TaskStatus = 4
 	TaskPausing TaskStatus = 5
 )
-
-// started tells a task that was started: running, paused or stopped
-// (it has exited).
-func (s TaskStatus) started() bool {
-	switch s {
-	case TaskRunning, TaskStopped, TaskPaused, TaskPausing:
-		return true
-	}
-	return false
-}
 
 func (s TaskStatus) String() string {
 	switch s {
@@ -89,10 +74,6 @@ type TaskSpec struct {
 	// stream to that host file (the shim creates it); empty discards it.
 	Stdin, Stdout, Stderr string
 	Terminal              bool
-	// SettleWithin bounds the settling of a create that failed (asking
-	// for the task, creating it again), in all; zero is a request's time.
-	// A create not settled within it fails with ErrUnsettled.
-	SettleWithin time.Duration
 }
 
 // Exit is how a task ended.
@@ -202,168 +183,27 @@ var (
 
 // TaskCreate creates the task of container id, stopped at its start
 // (created), and returns its pid. Most run failures (capabilities, a
-// missing bind source, a bad spec) surface here.
-//
-// A create whose answer was lost (see lostAnswer) is not failed, nor sent
-// again blindly: Tasks/Get says what became of it. A task that is there
-// is the one it created (a container has one task), and is returned; none
-// means it was not created, or is still being created, and it is created
-// again. A retry that meets AlreadyExists met the lost attempt's task.
-// Any attempt that meets the task's bundle, or its runc container, met
-// another create of the task still under way, or one cut off that
-// containerd is still undoing (containerd 2.2.1 answers Unknown, "mkdir
-// …: file exists", runc's "container with given ID already exists", or
-// a new shim's "getwd: no such file or directory" or "open
-// …/shim-binary-path: no such file or directory", or runc's "open
-// …/log.json: no such file or directory", when the undoing removes the
-// bundle under it, for the seconds it takes; Tasks/Get finds
-// no task meanwhile, or a task that then goes): the task is asked for
-// again, and created again, after a pause, until that create has ended
-// or been undone. A task found after a lost answer is taken only once
-// it is still there when asked again after a pause (a status UNKNOWN, a
-// busy shim's, is asked for again first): a cut create that containerd
-// undoes can show its task for a moment before it goes, and a task that
-// goes is created again. Settling a failed attempt takes one request's
-// time at most, in all, or spec.SettleWithin; a create not settled by
-// then fails with ErrUnsettled.
+// missing bind source, a bad spec) surface here. It is sent once: a lost
+// answer is the caller's to settle (Tasks/Get says whether the task was
+// created).
 func (c *Client) TaskCreate(ctx context.Context, id string, spec TaskSpec) (uint32, error) {
 	req := &createTaskRequest{ContainerID: id, Rootfs: spec.Rootfs, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, Terminal: spec.Terminal}
-	// Once an attempt has failed, settling it (asking, waiting, creating
-	// again) takes at most one request's time in all: a containerd that
-	// hangs on what a cut create left must not hold the caller longer.
-	bound := cmp.Or(spec.SettleWithin, c.bounds().Request())
-	settle := ctx
-	unsettled := func(err error) error {
-		if settle != ctx && settle.Err() != nil && ctx.Err() == nil {
-			return fmt.Errorf("creating the task of container %q: %w (%w within %v)", id, err, ErrUnsettled, bound)
-		}
-		return fmt.Errorf("creating the task of container %q: %w", id, err)
+	var out createTaskResponse
+	if err := c.call(ctx, tasksCreate, req, &out, callOptions{}); err != nil {
+		return 0, fmt.Errorf("creating the task of container %q: %w", id, err)
 	}
-	for try, lostTries := 0, 0; ; try++ {
-		var out createTaskResponse
-		tries := &socketclient.Attempts{}
-		err := c.call(settle, tasksCreate, req, &out, callOptions{tries: tries})
-		if err == nil {
-			return out.Pid, nil
-		}
-		if try == 0 {
-			var cancel context.CancelFunc
-			settle, cancel = context.WithTimeout(ctx, bound)
-			defer cancel()
-		}
-		lost := lostAnswer(err, tries)
-		met := try > 0 && errors.Is(err, ErrAlreadyExists) || bundleExists(err)
-		if lost {
-			lostTries++
-		}
-		if !lost && !met || lostTries > socketclient.MaxRetries || ctx.Err() != nil {
-			return 0, unsettled(err)
-		}
-		p, gerr := c.createdTask(settle, id)
-		if gerr == nil {
-			return p.Pid, nil
-		}
-		if !errors.Is(gerr, ErrNotFound) {
-			return 0, unsettled(fmt.Errorf("%w (then asking whether it was: %w)", err, gerr))
-		}
-		if perr := socketclient.Pause(settle, min(try, 3)); perr != nil {
-			return 0, unsettled(err)
-		}
-	}
-}
-
-// createdTask is the task of container id once a create whose answer
-// was lost left it: asked for again while its status is UNKNOWN (see
-// knownTask), and taken only if it is there still after a pause of
-// 200 ms, which a cut create that containerd undoes does not outlast.
-func (c *Client) createdTask(ctx context.Context, id string) (Process, error) {
-	if _, err := c.knownTask(ctx, id); err != nil {
-		return Process{}, err
-	}
-	if err := socketclient.Pause(ctx, 2); err != nil {
-		return Process{}, err
-	}
-	return c.TaskGet(ctx, id)
-}
-
-// knownTask is the task of container id, asked for again, a few times,
-// after a pause each, while containerd says its status is UNKNOWN (the
-// shim's State missed its 2 s, as a busy shim's does): the status it
-// then has, or UNKNOWN still.
-func (c *Client) knownTask(ctx context.Context, id string) (Process, error) {
-	for ask := 0; ; ask++ {
-		p, err := c.TaskGet(ctx, id)
-		if err != nil || p.Status != TaskUnknown || ask == socketclient.MaxRetries {
-			return p, err
-		}
-		if err := socketclient.Pause(ctx, ask); err != nil {
-			return p, err
-		}
-	}
-}
-
-// bundleExists is a task create that met the bundle directory, or the
-// runc container, of another create of the same task, still under way
-// or being undone; or whose new shim lost its working directory, the
-// bundle, to that undoing ("getwd: no such file or directory", or "open
-// …/shim-binary-path: no such file or directory" as it starts), or whose
-// runc lost its log file in the bundle ("unable to retrieve OCI runtime
-// error (open …/log.json: no such file or directory)").
-func bundleExists(err error) bool {
-	var ae *Error
-	if !errors.As(err, &ae) || ae.Code != Unknown {
-		return false
-	}
-	return strings.Contains(ae.Message, "mkdir ") && strings.HasSuffix(ae.Message, ": file exists") ||
-		strings.HasSuffix(ae.Message, "runc create failed: container with given ID already exists") ||
-		strings.HasPrefix(ae.Message, "failed to start shim: ") && (strings.Contains(ae.Message, "getwd: no such file or directory") ||
-			strings.Contains(ae.Message, "/shim-binary-path: no such file or directory")) ||
-		strings.Contains(ae.Message, "unable to retrieve OCI runtime error (open ") && strings.Contains(ae.Message, "/log.json: no such file or directory")
+	return out.Pid, nil
 }
 
 // TaskStart starts the created task of container id and returns its pid.
-//
-// A start whose answer was lost (see lostAnswer) is not failed, nor sent
-// again blindly: Tasks/Get says what became of it. A task running, paused
-// or stopped started (a stopped one has already exited: TaskWait reads
-// its exit); one still created did not, and is started again; one gone
-// is an error. One whose status is UNKNOWN (containerd's answer when the
-// shim's State misses its 2 s limit, as a shim busy starting the task
-// does) may have started: it is asked for again, a few times, and never
-// started again while so; if it stays UNKNOWN the start fails, with the
-// task as it is: a wait for its exit would never end if it never started,
-// so the caller counts it as a run that could not start.
+// It is sent once: a lost answer is the caller's to settle (Tasks/Get
+// says whether the task started).
 func (c *Client) TaskStart(ctx context.Context, id string) (uint32, error) {
-	for try := 0; ; try++ {
-		var out startResponse
-		tries := &socketclient.Attempts{}
-		err := c.call(ctx, tasksStart, &taskRequest{ContainerID: id}, &out, callOptions{tries: tries})
-		if err == nil {
-			return out.Pid, nil
-		}
-		lost := lostAnswer(err, tries)
-		if !lost && try == 0 || try == socketclient.MaxRetries {
-			return 0, fmt.Errorf("starting the task of container %q: %w", id, err)
-		}
-		// A lost answer, or a retry's failure that may be the lost
-		// attempt's start met: the task says.
-		p, gerr := c.knownTask(ctx, id)
-		if gerr != nil {
-			return 0, fmt.Errorf("starting the task of container %q: %w (then asking whether it started: %w)", id, err, gerr)
-		}
-		if p.Status.started() {
-			return p.Pid, nil
-		}
-		if p.Status == TaskUnknown {
-			return 0, fmt.Errorf("starting the task of container %q: %w (then its status stayed UNKNOWN: it is counted as not started)", id, err)
-		}
-		if p.Status != TaskCreated || !lost {
-			return 0, fmt.Errorf("starting the task of container %q: %w (the task is %s)", id, err, p.Status)
-		}
-		if err := socketclient.Pause(ctx, try); err != nil {
-			return 0, fmt.Errorf("starting the task of container %q: %w", id, err)
-		}
+	var out startResponse
+	if err := c.call(ctx, tasksStart, &taskRequest{ContainerID: id}, &out, callOptions{}); err != nil {
+		return 0, fmt.Errorf("starting the task of container %q: %w", id, err)
 	}
+	return out.Pid, nil
 }
 
 // TaskWait blocks until the task of container id exits, and returns how.

@@ -247,11 +247,12 @@ func withName(labels map[string]string, name string) map[string]string {
 // a lease, the snapshot on the image's, the container, then the task
 // with its output to its file. A user container's spec is made again
 // from its image's config as it is after the pull, if one was made. A create whose answer was lost
-// adopts its own container (same ID and labels) and task: the client
-// asks Tasks/Get after a lost task create, and a second Create meets its
-// task as AlreadyExists. When the task cannot be created, the container
-// goes again; when its create is not settled, it is made anew (see
-// createAnew).
+// adopts its own lease, snapshot, container (same ID and labels) and
+// task: each create is made again (see createContainer), and a lost task
+// create is settled by asking Tasks/Get (see taskCreate); a second Create
+// meets its task as AlreadyExists. When the task cannot be created, the
+// container goes again; when its create is not settled, it is made anew
+// (see createAnew).
 func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 	p := spec.Create.(*planned)
 	img, err := e.unpacked(ctx, p.Image, p.Snapshotter)
@@ -284,7 +285,7 @@ var settleAnew = 15 * time.Second
 // safe.
 func (e *Engine) createAnew(ctx context.Context, name string, p *planned, parent string) (string, error) {
 	id, err := e.create(ctx, name, p, parent, settleAnew)
-	if !errors.Is(err, containerdapi.ErrUnsettled) {
+	if !errors.Is(err, errUnsettled) {
 		return id, err
 	}
 	fresh := *p
@@ -316,10 +317,10 @@ func (e *Engine) create(ctx context.Context, name string, p *planned, parent str
 	if err != nil {
 		return "", fmt.Errorf("creating container %s: %w", name, err)
 	}
-	_, err = e.C.TaskCreate(ctx, p.ID, containerdapi.TaskSpec{Rootfs: mounts, Stdout: p.Output, Stderr: p.Output, SettleWithin: settle})
+	_, err = e.taskCreate(ctx, p.ID, containerdapi.TaskSpec{Rootfs: mounts, Stdout: p.Output, Stderr: p.Output}, settle)
 	if err != nil && !errors.Is(err, containerdapi.ErrAlreadyExists) {
 		rctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
-		if errors.Is(err, containerdapi.ErrUnsettled) {
+		if errors.Is(err, errUnsettled) {
 			rctx, cancel = context.WithTimeout(rctx, giveUpRemove)
 		}
 		defer cancel()
@@ -385,10 +386,19 @@ func missingBind(err error, spec *ocispec.Spec) error {
 
 // createContainer prepares the snapshot and creates the container under
 // a lease, which it deletes (collecting what only it held) once the
-// container holds the snapshot. It returns the snapshot's mounts.
+// container holds the snapshot. It returns the snapshot's mounts. Each
+// create whose answer was lost is made again (engine.Settle); one that
+// meets AlreadyExists, then or on its first attempt (a Create called
+// again after a lost answer), met what an earlier attempt made: the
+// lease and the snapshot are ours (their names are this container's
+// own), and so is a container with the same labels.
 func (e *Engine) createContainer(ctx context.Context, p *planned, specJSON []byte, chainID string) ([]containerdapi.Mount, error) {
 	lease := "waitdaemon-" + p.ID
-	if _, err := e.C.LeaseCreate(ctx, lease, e.clock().Add(leaseFor)); err != nil && !errors.Is(err, containerdapi.ErrAlreadyExists) {
+	err := engine.Settle(ctx, func() error {
+		_, err := e.C.LeaseCreate(ctx, lease, e.clock().Add(leaseFor))
+		return err
+	}, nil)
+	if err != nil && !errors.Is(err, containerdapi.ErrAlreadyExists) {
 		return nil, err
 	}
 	defer func() {
@@ -399,7 +409,11 @@ func (e *Engine) createContainer(ctx context.Context, p *planned, specJSON []byt
 		}
 	}()
 	lctx := containerdapi.WithLease(ctx, lease)
-	mounts, err := e.C.SnapshotPrepare(lctx, p.Snapshotter, p.SnapshotKey, chainID)
+	var mounts []containerdapi.Mount
+	err = engine.Settle(lctx, func() (err error) {
+		mounts, err = e.C.SnapshotPrepare(lctx, p.Snapshotter, p.SnapshotKey, chainID)
+		return err
+	}, nil)
 	if errors.Is(err, containerdapi.ErrAlreadyExists) {
 		mounts, err = e.C.SnapshotMounts(lctx, p.Snapshotter, p.SnapshotKey)
 	}
@@ -413,10 +427,16 @@ func (e *Engine) createContainer(ctx context.Context, p *planned, specJSON []byt
 	if p.RuntimeOptions != nil {
 		ctr.Runtime.Options = *p.RuntimeOptions
 	}
-	if _, err := e.C.ContainerCreate(lctx, ctr); err != nil {
-		// An earlier call's create, whose answer was lost, is ours.
-		got, gerr := e.C.ContainerGet(ctx, p.ID)
-		if !errors.Is(err, containerdapi.ErrAlreadyExists) || gerr != nil || !maps.Equal(got.Labels, p.Labels) {
+	err = engine.Settle(lctx, func() error {
+		_, err := e.C.ContainerCreate(lctx, ctr)
+		return err
+	}, nil)
+	if err != nil {
+		if !errors.Is(err, containerdapi.ErrAlreadyExists) {
+			return nil, err
+		}
+		// An earlier attempt's create, whose answer was lost, is ours.
+		if got, gerr := e.C.ContainerGet(ctx, p.ID); gerr != nil || !maps.Equal(got.Labels, p.Labels) {
 			return nil, err
 		}
 	}
@@ -430,8 +450,8 @@ const startTries = 3
 // Start starts the container's task. A task that ran before (a
 // container started again) is deleted and made anew, on the same snapshot and
 // output file; one already running counts as started. A task create or
-// start whose answer was lost is settled by the client, which asks
-// Tasks/Get (see containerdapi's TaskCreate and TaskStart): a task that
+// start whose answer was lost is settled by asking Tasks/Get (see
+// taskCreate and taskStart): a task that
 // started and already stopped counts as started, and Follow reads its
 // exit. A start that finds no task (a create cut in flight that
 // containerd undid after Tasks/Get saw its task) creates it again, and
@@ -465,14 +485,14 @@ func (e *Engine) Start(ctx context.Context, ref string) error {
 	// answer comes back, and its exit is dated on the same (the host's)
 	// clock.
 	started := e.clock()
-	_, err = e.C.TaskStart(ctx, ctr.ID)
+	_, err = e.taskStart(ctx, ctr.ID)
 	for again := 1; errors.Is(err, containerdapi.ErrNotFound) && again < startTries; again++ {
 		// The task went between its create and its start: a create cut
 		// in flight, found by Tasks/Get and then undone by containerd.
 		// Nothing started: it is created again.
 		if err = e.newTask(ctx, ctr); err == nil {
 			started = e.clock()
-			_, err = e.C.TaskStart(ctx, ctr.ID)
+			_, err = e.taskStart(ctx, ctr.ID)
 		}
 	}
 	if err != nil {
@@ -508,7 +528,7 @@ func (e *Engine) newTask(ctx context.Context, ctr containerdapi.Container) error
 		return fmt.Errorf("reading its snapshot's mounts: %w", err)
 	}
 	out := "file://" + e.logFile(ctr.ID)
-	if _, err := e.C.TaskCreate(ctx, ctr.ID, containerdapi.TaskSpec{Rootfs: mounts, Stdout: out, Stderr: out}); err != nil {
+	if _, err := e.taskCreate(ctx, ctr.ID, containerdapi.TaskSpec{Rootfs: mounts, Stdout: out, Stderr: out}, 0); err != nil {
 		return fmt.Errorf("creating its task: %w", err)
 	}
 	return nil
