@@ -301,12 +301,6 @@ type Exit struct {
 // as the waiter outlives engine restarts that phase 1 never sees.
 const WaiterWaitForEngine = time.Minute
 
-// EngineLost bounds how long the waiter goes on asking an engine that
-// does not answer (restarting, say) while it waits for a container or a
-// task, on every engine. Each ask itself waits for the socket, within the
-// client's WaitForEngine.
-const EngineLost = 2 * time.Minute
-
 // ErrNoAnswer is a wait the engine broke off without an answer (an
 // engine restarting drops its waits): what was waited for may well go
 // on, and the caller may ask again.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -31,7 +32,7 @@ func Settle(ctx context.Context, call func() error, met func(error) bool) error 
 	err := call()
 	for try := 0; IsLost(err) && try < Repeats; try++ {
 		if !Sleep(ctx, min(50*time.Millisecond<<try, time.Second)) {
-			return errors.Join(err, context.Cause(ctx))
+			return fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 		}
 		if err = call(); err != nil && met != nil && met(err) {
 			return nil

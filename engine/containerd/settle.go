@@ -183,7 +183,7 @@ func (e *Engine) taskStart(ctx context.Context, id string) (uint32, error) {
 			return 0, fmt.Errorf("%w (the task is %s)", err, p.Status)
 		}
 		if !engine.Sleep(ctx, pause(try)) {
-			return 0, errors.Join(err, context.Cause(ctx))
+			return 0, fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 		}
 	}
 }

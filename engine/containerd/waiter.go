@@ -365,13 +365,13 @@ func (e *Engine) ActionExited(ctx context.Context, id string) (engine.Exit, erro
 }
 
 // waitTask waits for container id's task to exit. A wait that breaks
-// without an answer (the daemon restarting) is asked again, for
-// engine.EngineLost at most; one the daemon refuses while the task still
-// runs (or may: see mayRun), after a second. One refused because the task was
-// deleted meanwhile (tink-agent deletes the action's right after its
-// exit, and the wait breaks off with the shim) is ErrNotFound.
+// without an answer (the daemon restarting) is ErrNoAnswer: the task may
+// well run on, and the caller asks again; one the daemon refuses while
+// the task still runs (or may: see mayRun) is asked again after a
+// second. One refused because the task was deleted meanwhile (tink-agent
+// deletes the action's right after its exit, and the wait breaks off with
+// the shim) is ErrNotFound.
 func (e *Engine) waitTask(ctx context.Context, id, what string) (containerdapi.Exit, error) {
-	var lostSince time.Time
 	for {
 		exit, err := e.C.TaskWait(ctx, id)
 		var lost *containerdapi.TransportError
@@ -379,13 +379,7 @@ func (e *Engine) waitTask(ctx context.Context, id, what string) (containerdapi.E
 		case err == nil, ctx.Err() != nil, errors.Is(err, containerdapi.ErrNotFound):
 			return exit, err
 		case errors.As(err, &lost):
-			if lostSince.IsZero() {
-				lostSince = time.Now()
-				engine.Log(e.Log, "lost containerd while waiting for "+what+"; asking again", map[string]string{"error": err.Error()})
-			}
-			if time.Since(lostSince) > engine.EngineLost {
-				return exit, fmt.Errorf("waiting for %s: no answer from containerd for %v: %w", what, engine.EngineLost, err)
-			}
+			return exit, fmt.Errorf("waiting for %s: %w: %w", what, engine.ErrNoAnswer, err)
 		default:
 			t, gerr := e.C.TaskGet(ctx, id)
 			if errors.Is(gerr, containerdapi.ErrNotFound) {
