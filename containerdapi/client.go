@@ -92,7 +92,7 @@ type Client struct {
 
 	once    sync.Once
 	initErr error
-	http    *retryablehttp.Client
+	http    *socketclient.Client
 	traceMu sync.Mutex
 	// traceLast is the last message traced on each method, in each
 	// direction, for the trace to name a repeat rather than print it.
@@ -219,7 +219,7 @@ func (c *Client) call(ctx context.Context, r *rpc, in, out message, opts callOpt
 	}
 	c.traceRequest(ctx, r, in)
 	body := frame(marshal(in))
-	resp, err := c.send(ctx, r, body, &socketclient.Attempts{Repeatable: r.idempotent})
+	resp, err := c.send(ctx, r, body)
 	if err != nil {
 		c.traceEnd(r, err)
 		return socketclient.WithCause(ctx, err)
@@ -263,8 +263,8 @@ func (c *Client) call(ctx context.Context, r *rpc, in, out message, opts callOpt
 // send makes one HTTP/2 request for r, with retries, and returns the
 // response once its headers are in. body is a []byte (unary, server
 // streams) or a retryablehttp.ReaderFunc (a client stream).
-func (c *Client) send(ctx context.Context, r *rpc, body any, tries *socketclient.Attempts) (*http.Response, error) {
-	req, err := retryablehttp.NewRequestWithContext(socketclient.WithAttempts(ctx, tries), http.MethodPost, fakeHost+"/"+r.name, body)
+func (c *Client) send(ctx context.Context, r *rpc, body any) (*http.Response, error) {
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, fakeHost+"/"+r.name, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.name, err)
 	}
@@ -283,7 +283,7 @@ func (c *Client) send(ctx context.Context, r *rpc, body any, tries *socketclient
 		// A stream's length is unknown: HTTP/2 sends it as it comes.
 		req.ContentLength = -1
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.http.Do(req, r.idempotent)
 	if err != nil {
 		return nil, &TransportError{Method: r.name, Socket: c.Socket, Err: socketclient.Unwrap(err)}
 	}

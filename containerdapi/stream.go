@@ -102,9 +102,8 @@ func (c *Client) openStream(ctx context.Context, r *rpc, first message, bidi boo
 		// dial, which is retried.
 		body = retryablehttp.ReaderFunc(func() (io.Reader, error) { return struct{ io.Reader }{s.out}, nil })
 	}
-	tries := &socketclient.Attempts{Repeatable: r.idempotent}
 	go func() {
-		s.resp, s.err = c.send(ctx, r, body, tries)
+		s.resp, s.err = c.send(ctx, r, body)
 		if s.err == nil {
 			s.err = statusOf(r, s.resp, true)
 			s.fr = frameReader{r: s.resp.Body}

@@ -61,7 +61,7 @@ type Client struct {
 
 	once      sync.Once
 	initErr   error
-	http      *retryablehttp.Client
+	http      *socketclient.Client
 	negotiate sync.Mutex
 	version   string
 	pinged    *Ping // the engine's ping, once asked
@@ -183,7 +183,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	if body != nil {
 		reader = body
 	}
-	req, err := retryablehttp.NewRequestWithContext(socketclient.WithAttempts(ctx, &socketclient.Attempts{Repeatable: r.again}), r.method, u, reader)
+	req, err := retryablehttp.NewRequestWithContext(ctx, r.method, u, reader)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
 	}
@@ -198,7 +198,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.http.Do(req, r.again)
 	if err != nil {
 		return nil, &TransportError{Method: r.method, Path: path, Socket: c.Socket, Err: socketclient.Unwrap(err)}
 	}

@@ -130,80 +130,101 @@ const (
 // Rule is a client's reading of the answers that came.
 type Rule func(*http.Response) Answer
 
-// Attempts is the retry state of one call, which the client's funnel
-// sets and then reads.
-type Attempts struct {
-	// Repeatable: the call may be sent again once an attempt may have
-	// reached the engine.
-	Repeatable bool
-	// Ambiguous is set once an attempt failed after the request may have
-	// reached the engine: a repeat may then meet its own work.
-	Ambiguous bool
-	// down is when an attempt last found the engine down (not
-	// listening), after it had answered or since the call began: the
-	// wait for it counts from then, not from the call's start, so that
-	// a wait open for an hour still waits for an engine restarting.
-	down    time.Time
-	retries int
-}
-
-type attemptsKey struct{}
-
-// WithAttempts is ctx carrying a, for the client's policy.
-func WithAttempts(ctx context.Context, a *Attempts) context.Context {
-	return context.WithValue(ctx, attemptsKey{}, a)
-}
-
-// New is the retrying client of one engine client, on rt: the one retry
-// policy of both, decided after each attempt:
+// Client is the retrying HTTP client of one engine client: the one retry
+// policy of both, decided after each attempt from its answer alone:
 //   - an engine that is not listening (socket missing, connection
-//     refused) is retried for up to b.Wait() from when it was found
-//     down, whatever the call, since the request never reached it;
+//     refused) is waited for below it, by the transport (see New), since
+//     the request never reached it;
 //   - a connection that broke after the request may have reached the
 //     engine, and an answer the rule says the engine may have acted on,
-//     are retried a few times for calls that may be repeated;
-//   - an answer the rule calls busy is retried a few times;
-//   - nothing else is.
-func New(rt http.RoundTripper, b Bounds, rule Rule) *retryablehttp.Client {
-	return &retryablehttp.Client{
-		HTTPClient:   &http.Client{Transport: rt},
-		RetryWaitMin: 50 * time.Millisecond,
-		RetryWaitMax: time.Second,
-		RetryMax:     1 << 20, // bounded by time and MaxRetries in the policy, not by count
-		CheckRetry:   policy(b.Wait(), rule),
-		Backoff:      cappedBackoff,
-		ErrorHandler: retryablehttp.PassthroughErrorHandler,
-	}
+//     are retried, for calls that may be repeated (Do's again);
+//   - an answer the rule calls busy is retried;
+//   - nothing else is; and nothing more than MaxRetries times.
+type Client struct {
+	once, again *retryablehttp.Client
 }
 
-func policy(waitForEngine time.Duration, rule Rule) retryablehttp.CheckRetry {
+// New is the retrying client of one engine client, on rt, with a wait
+// for an engine not listening of b.Wait() within each attempt.
+func New(rt http.RoundTripper, b Bounds, rule Rule) *Client {
+	hc := &http.Client{Transport: &waitForEngine{next: rt, wait: b.Wait()}}
+	retrying := func(again bool) *retryablehttp.Client {
+		return &retryablehttp.Client{
+			HTTPClient:   hc,
+			RetryWaitMin: 50 * time.Millisecond,
+			RetryWaitMax: time.Second,
+			RetryMax:     MaxRetries,
+			CheckRetry:   policy(again, rule),
+			Backoff:      cappedBackoff,
+			ErrorHandler: retryablehttp.PassthroughErrorHandler,
+		}
+	}
+	return &Client{once: retrying(false), again: retrying(true)}
+}
+
+// Do sends req; again says whether it may be sent again once an attempt
+// may have reached the engine: a call whose repeat means what the first
+// would have (a read, a wait, a pull). Any other call is sent once, and
+// a lost answer is the engine layer's to settle.
+func (c *Client) Do(req *retryablehttp.Request, again bool) (*http.Response, error) {
+	if again {
+		return c.again.Do(req)
+	}
+	return c.once.Do(req)
+}
+
+func policy(again bool, rule Rule) retryablehttp.CheckRetry {
 	return func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
-		a, _ := ctx.Value(attemptsKey{}).(*Attempts)
-		if a == nil {
-			a = &Attempts{}
-		}
 		if err != nil && EngineNotUp(err) {
-			if a.down.IsZero() {
-				a.down = time.Now()
-			}
-			return time.Since(a.down) < waitForEngine, nil
+			return false, nil // waited for below, as long as it may be
 		}
-		a.down = time.Time{}   // it was there
 		answer := MayHaveActed // the connection broke: the request may have reached it
 		if err == nil {
 			answer = rule(resp)
 		}
-		if answer == MayHaveActed {
-			a.Ambiguous = true
+		return answer == Busy || answer == MayHaveActed && again, nil
+	}
+}
+
+// waitForEngine sends a request again while the engine is not listening
+// (socket missing, connection refused: nothing was sent), pausing as
+// Pause does, for up to wait from when it found it so: a call made an
+// hour into a wait still waits in full for an engine restarting.
+type waitForEngine struct {
+	next http.RoundTripper
+	wait time.Duration
+}
+
+func (w *waitForEngine) RoundTrip(req *http.Request) (*http.Response, error) {
+	var down time.Time
+	for try := 0; ; try++ {
+		r := req
+		if try > 0 {
+			r = req.Clone(req.Context())
+			if req.GetBody != nil {
+				body, err := req.GetBody()
+				if err != nil {
+					return nil, err
+				}
+				r.Body = body
+			}
 		}
-		if answer == Final || answer == MayHaveActed && !a.Repeatable || a.retries >= MaxRetries {
-			return false, nil
+		resp, err := w.next.RoundTrip(r)
+		if err == nil || !EngineNotUp(err) || req.Body != nil && req.GetBody == nil {
+			return resp, err
 		}
-		a.retries++
-		return true, nil
+		if down.IsZero() {
+			down = time.Now()
+		}
+		if time.Since(down) >= w.wait {
+			return nil, err
+		}
+		if perr := Pause(req.Context(), try); perr != nil {
+			return nil, fmt.Errorf("%w (%w)", err, perr)
+		}
 	}
 }
 

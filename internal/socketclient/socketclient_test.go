@@ -3,6 +3,7 @@ package socketclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -27,97 +28,119 @@ func docker(resp *http.Response) Answer {
 	return Final
 }
 
+// TestRetryPolicy: what is sent again, from the answer alone: a broken
+// connection or an answer that may have acted only for a call that may be
+// repeated; a busy answer always; an engine not listening never (it is
+// waited for below); nothing else.
 func TestRetryPolicy(t *testing.T) {
 	dialErr := func(errno syscall.Errno) error {
 		return &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", errno)}
 	}
 	resp := func(status int) *http.Response { return &http.Response{StatusCode: status} }
-	const wait = time.Second
 	cases := []struct {
-		name       string
-		idempotent bool
-		down       time.Duration // since the engine was found down (0: not yet)
-		retries    int           // retries so far
-		resp       *http.Response
-		err        error
-		want       bool
-		wantRetry  int  // retries after the decision
-		wantAmbig  bool // the attempt may have reached the engine
+		name  string
+		again bool
+		resp  *http.Response
+		err   error
+		want  bool
 	}{
-		{name: "missing socket", err: dialErr(syscall.ENOENT), want: true},
-		{name: "missing socket, many retries", retries: 50, err: dialErr(syscall.ENOENT), want: true, wantRetry: 50},
-		{name: "missing socket, waited enough", down: wait, err: dialErr(syscall.ENOENT), want: false},
-		{name: "refused", err: dialErr(syscall.ECONNREFUSED), want: true},
-		{name: "refused, down a while", down: wait / 2, err: dialErr(syscall.ECONNREFUSED), want: true},
-		{name: "refused, waited enough", down: 2 * wait, err: dialErr(syscall.ECONNREFUSED), want: false},
-		{name: "reset, idempotent", idempotent: true, err: io.ErrUnexpectedEOF, want: true, wantRetry: 1, wantAmbig: true},
-		{name: "reset, idempotent, last retry", idempotent: true, retries: 3, err: io.EOF, want: true, wantRetry: 4, wantAmbig: true},
-		{name: "reset, idempotent, retries spent", idempotent: true, retries: 4, err: io.EOF, want: false, wantRetry: 4, wantAmbig: true},
-		{name: "reset, not idempotent", err: io.EOF, want: false, wantAmbig: true},
-		{name: "503, idempotent", idempotent: true, resp: resp(503), want: true, wantRetry: 1, wantAmbig: true},
-		{name: "503, not idempotent", resp: resp(503), want: false, wantAmbig: true},
-		{name: "429", resp: resp(429), want: true, wantRetry: 1},
-		{name: "503, retries spent", idempotent: true, resp: resp(503), retries: 4, want: false, wantRetry: 4, wantAmbig: true},
-		{name: "500", idempotent: true, resp: resp(500), want: false},
-		{name: "502", idempotent: true, resp: resp(502), want: false},
-		{name: "404", idempotent: true, resp: resp(404), want: false},
-		{name: "200", idempotent: true, resp: resp(200), want: false},
+		{name: "missing socket", again: true, err: dialErr(syscall.ENOENT)},
+		{name: "refused", again: true, err: dialErr(syscall.ECONNREFUSED)},
+		{name: "reset, again", again: true, err: io.ErrUnexpectedEOF, want: true},
+		{name: "reset, once", err: io.EOF},
+		{name: "503, again", again: true, resp: resp(503), want: true},
+		{name: "503, once", resp: resp(503)},
+		{name: "429", resp: resp(429), want: true},
+		{name: "500", again: true, resp: resp(500)},
+		{name: "502", again: true, resp: resp(502)},
+		{name: "404", again: true, resp: resp(404)},
+		{name: "200", again: true, resp: resp(200)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &Attempts{Repeatable: tc.idempotent}
-			ctx := WithAttempts(context.Background(), a)
-			if tc.down > 0 {
-				a.down = time.Now().Add(-tc.down)
-			}
-			a.retries = tc.retries
-			got, err := policy(wait, docker)(ctx, tc.resp, tc.err)
+			got, err := policy(tc.again, docker)(context.Background(), tc.resp, tc.err)
 			if got != tc.want || err != nil {
 				t.Errorf("retry = %v, %v; want %v, nil", got, err, tc.want)
-			}
-			if a.retries != tc.wantRetry || a.Ambiguous != tc.wantAmbig {
-				t.Errorf("after: retries %d ambiguous %v; want %d %v", a.retries, a.Ambiguous, tc.wantRetry, tc.wantAmbig)
 			}
 		})
 	}
 	t.Run("canceled", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(WithAttempts(context.Background(), &Attempts{Repeatable: true}))
+		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		got, err := policy(wait, docker)(ctx, resp(503), nil)
+		got, err := policy(true, docker)(ctx, resp(503), nil)
 		if got || !errors.Is(err, context.Canceled) {
 			t.Errorf("retry = %v, %v; want false, context.Canceled", got, err)
 		}
 	})
-	// The wait counts from when the engine was found down: a call open
-	// longer than the wait (a container's wait, an hour in) still gets
-	// all of it, and an engine that answered again has its next fall
-	// waited for in full.
-	t.Run("down in a long call", func(t *testing.T) {
-		a := &Attempts{Repeatable: true}
-		ctx := WithAttempts(context.Background(), a)
-		retry := policy(wait, docker)
-		time.Sleep(wait + 100*time.Millisecond) // the call has been open longer than the wait
-		if got, _ := retry(ctx, nil, io.ErrUnexpectedEOF); !got {
-			t.Fatal("a broken connection is not retried")
+}
+
+// dialFails is a transport that fails its first n dials as a missing
+// socket does, then answers 200 with the body it was sent, and keeps the
+// times of its attempts.
+type dialFails struct {
+	n  int
+	at []time.Time
+}
+
+func (d *dialFails) RoundTrip(r *http.Request) (*http.Response, error) {
+	d.at = append(d.at, time.Now())
+	if r.Body != nil {
+		defer r.Body.Close()
+	}
+	if len(d.at) <= d.n {
+		return nil, &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.ENOENT)}
+	}
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+	}
+	return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(string(body))), Request: r}, nil
+}
+
+// TestWaitForEngine: a request that finds no engine listening is sent
+// again, its body whole, after a pause each, for up to the wait from
+// when it found it so; with no wait, not at all; a context that ends
+// meanwhile ends it, saying so.
+func TestWaitForEngine(t *testing.T) {
+	t.Run("up in time", func(t *testing.T) {
+		d := &dialFails{n: 3}
+		req, _ := http.NewRequest("POST", "http://engine/x", strings.NewReader("the body"))
+		resp, err := (&waitForEngine{next: d, wait: 10 * time.Second}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if got, _ := retry(ctx, nil, dialErr(syscall.ENOENT)); !got {
-			t.Error("the engine found down in a call open longer than the wait: not retried")
+		got, _ := io.ReadAll(resp.Body)
+		if len(d.at) != 4 || string(got) != "the body" {
+			t.Errorf("%d attempts, body %q; want 4, the body whole", len(d.at), got)
 		}
-		a.down = a.down.Add(-2 * wait)
-		if got, _ := retry(ctx, nil, dialErr(syscall.ECONNREFUSED)); got {
-			t.Error("down longer than the wait: retried")
+		if d.at[1].Sub(d.at[0]) < 50*time.Millisecond || d.at[3].Sub(d.at[2]) < 200*time.Millisecond {
+			t.Errorf("attempts at %v; want pauses of 50, 100, 200 ms at least", d.at)
 		}
-		if got, _ := retry(ctx, resp(429), nil); !got {
-			t.Fatal("429 not retried")
-		}
-		if got, _ := retry(ctx, nil, dialErr(syscall.ECONNREFUSED)); !got {
-			t.Error("down again after an answer: not retried")
+	})
+	t.Run("not up in time", func(t *testing.T) {
+		d := &dialFails{n: 99}
+		req, _ := http.NewRequest("GET", "http://engine/x", nil)
+		began := time.Now()
+		_, err := (&waitForEngine{next: d, wait: 300 * time.Millisecond}).RoundTrip(req)
+		if !EngineNotUp(err) || time.Since(began) < 300*time.Millisecond || len(d.at) < 3 {
+			t.Errorf("error %v after %v and %d attempts; want the engine not up after the wait", err, time.Since(began), len(d.at))
 		}
 	})
 	t.Run("no wait", func(t *testing.T) {
-		ctx := WithAttempts(context.Background(), &Attempts{})
-		if got, err := policy(0, docker)(ctx, nil, dialErr(syscall.ENOENT)); got || err != nil {
-			t.Errorf("retry = %v, %v; want false, nil", got, err)
+		d := &dialFails{n: 1}
+		req, _ := http.NewRequest("GET", "http://engine/x", nil)
+		if _, err := (&waitForEngine{next: d, wait: 0}).RoundTrip(req); !EngineNotUp(err) || len(d.at) != 1 {
+			t.Errorf("error %v after %d attempts; want the engine not up at once", err, len(d.at))
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		d := &dialFails{n: 99}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		time.AfterFunc(100*time.Millisecond, func() { cancel(errors.New("the action ended")) })
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://engine/x", nil)
+		_, err := (&waitForEngine{next: d, wait: time.Minute}).RoundTrip(req)
+		if !EngineNotUp(err) || !strings.Contains(fmt.Sprint(err), "the action ended") {
+			t.Errorf("error %v; want the engine not up, and why the wait ended", err)
 		}
 	})
 }
@@ -259,21 +282,17 @@ func TestNew(t *testing.T) {
 				}
 			})
 			c := New(UnixTransport(sock, false), Bounds{WaitForEngine: -1}, rule)
-			a := &Attempts{Repeatable: tc.repeatable}
-			req, err := retryablehttp.NewRequestWithContext(WithAttempts(context.Background(), a), "GET", "http://engine/x", nil)
+			req, err := retryablehttp.NewRequestWithContext(context.Background(), "GET", "http://engine/x", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, err := c.Do(req)
+			resp, err := c.Do(req, tc.repeatable)
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
 			if tries != tc.wantTries || resp.StatusCode != tc.wantStatus {
 				t.Errorf("%d tries, then %d; want %d, then %d", tries, resp.StatusCode, tc.wantTries, tc.wantStatus)
-			}
-			if a.Ambiguous != (tc.status == 503) {
-				t.Errorf("ambiguous %v after %d answers", a.Ambiguous, tc.status)
 			}
 		})
 	}
@@ -308,7 +327,11 @@ func TestNewWaits(t *testing.T) {
 		}
 		return Final
 	})
-	resp, err := c.Get("http://engine/x")
+	req, err := retryablehttp.NewRequest("GET", "http://engine/x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req, false)
 	if err != nil {
 		t.Fatal(err)
 	}
