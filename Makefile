@@ -183,7 +183,7 @@ fuzz:
 	go test ./dockerapi/ -run=NONE -fuzz=FuzzTraceStream -fuzztime=30s
 	go test ./dockerapi/ -run=NONE -fuzz=FuzzTraceAnyBody -fuzztime=30s
 	go test ./selfid/ -run=NONE -fuzz=FuzzCandidates -fuzztime=30s
-	go test ./inherit/hostconfig/ -run=NONE -fuzz=FuzzPlan -fuzztime=30s
+	go test ./engine/docker/hostconfig/ -run=NONE -fuzz=FuzzPlan -fuzztime=30s
 
 # Mutation testing with gremlins (pinned in tools/mutate, a module of its
 # own): each package with unit tests, by its unit tests alone (never e2e),
@@ -199,7 +199,7 @@ fuzz:
 # under it, which are packages of their own (engine's engine/docker, ...).
 # The binary's packages with unit tests, all but main: gremlins would take
 # the coverage of the root by ./..., e2e and field with it.
-MUTATE_PKGS ?= phase inherit inherit/hostconfig inherit/ocispec selfid imageref dockerapi engine engine/containerd engine/docker containerdapi internal/socketclient internal/redact internal/tarfile
+MUTATE_PKGS ?= phase inherit engine/docker/hostconfig engine/containerd/ocispec selfid imageref dockerapi engine engine/containerd engine/docker containerdapi internal/socketclient internal/redact internal/tarfile
 MUTATE_WORKERS ?= 2
 MUTATE_TIMEOUT ?= 12
 MUTATE_DIR = bin/mutate

@@ -17,7 +17,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/containerd"
-	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+	"github.com/waitdaemon/waitdaemon/engine/containerd/ocispec"
 	"github.com/waitdaemon/waitdaemon/phase"
 	"github.com/waitdaemon/waitdaemon/testkit/tinkagent"
 )

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
-	"github.com/waitdaemon/waitdaemon/inherit/hostconfig"
+	"github.com/waitdaemon/waitdaemon/engine/docker/hostconfig"
 )
 
 // TestPrivilegedPlan checks that a privileged action gives a privileged

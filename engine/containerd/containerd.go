@@ -1,7 +1,7 @@
 // Package containerd is the engine contract (package engine) carried out
 // on containerd 2.x, through the containerdapi client: CaptainOS, where
 // tink-agent runs each action as a containerd container in the namespace
-// tinkerbell. The user container is planned by package inherit/ocispec.
+// tinkerbell. The user container is planned by package engine/containerd/ocispec, beside it.
 //
 // What only containerd needs lives here:
 //
@@ -77,8 +77,8 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/engine/containerd/ocispec"
 	"github.com/waitdaemon/waitdaemon/imageref"
-	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
 	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 

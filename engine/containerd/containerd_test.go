@@ -18,8 +18,8 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/engine/containerd/ocispec"
 	"github.com/waitdaemon/waitdaemon/imageref"
-	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
 	"github.com/waitdaemon/waitdaemon/testkit/grpcrr"
 	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )

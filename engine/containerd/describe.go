@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+	"github.com/waitdaemon/waitdaemon/engine/containerd/ocispec"
 )
 
 // Describe says what container ref will run, from its record, as Follow

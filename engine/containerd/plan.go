@@ -16,7 +16,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+	"github.com/waitdaemon/waitdaemon/engine/containerd/ocispec"
 )
 
 // planned is a planned container: the record Create makes, which a dry

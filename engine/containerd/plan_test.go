@@ -10,8 +10,8 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/engine/containerd/ocispec"
 	"github.com/waitdaemon/waitdaemon/imageref"
-	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
 )
 
 // TestCreateTaskFails: a task that cannot be created fails Create, and

@@ -12,7 +12,7 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+	"github.com/waitdaemon/waitdaemon/engine/containerd/ocispec"
 	"github.com/waitdaemon/waitdaemon/selfid"
 )
 

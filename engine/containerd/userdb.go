@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
-	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+	"github.com/waitdaemon/waitdaemon/engine/containerd/ocispec"
 	"github.com/waitdaemon/waitdaemon/internal/tarfile"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
-	"github.com/waitdaemon/waitdaemon/inherit/ocispec"
+	"github.com/waitdaemon/waitdaemon/engine/containerd/ocispec"
 )
 
 // layer is a layer's tar of files (name: content; "link:" makes a

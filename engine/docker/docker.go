@@ -1,7 +1,7 @@
 // Package docker is the engine contract (package engine) carried out on a
 // Docker engine, and on Podman's Docker-compatible API, through the
 // dockerapi client. The user container is planned by package
-// inherit/hostconfig.
+// hostconfig, beside it.
 // What only these engines need lives here: network connects below API
 // 1.44, Podman's quirks, renaming to keep an earlier run's failures, the
 // socket directory bound into the waiter, and the engine's log stream.
@@ -25,9 +25,9 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/engine/docker/hostconfig"
 	"github.com/waitdaemon/waitdaemon/imageref"
 	"github.com/waitdaemon/waitdaemon/inherit"
-	"github.com/waitdaemon/waitdaemon/inherit/hostconfig"
 	"github.com/waitdaemon/waitdaemon/internal/tarfile"
 	"github.com/waitdaemon/waitdaemon/selfid"
 )

@@ -19,7 +19,7 @@ import (
 )
 
 // caseDir holds the recorded inputs; see its README.md.
-const caseDir = "../../testdata/ocispec"
+const caseDir = "../../../testdata/ocispec"
 
 // newID is the user container's ID in every plan here.
 const newID = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

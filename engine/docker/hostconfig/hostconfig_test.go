@@ -16,7 +16,7 @@ import (
 )
 
 // caseDir holds the recorded inputs; see its README.md.
-const caseDir = "../../testdata/inherit"
+const caseDir = "../../../testdata/inherit"
 
 // requiredCases must each have a recorded input: a lost file fails the
 // test rather than shrinking it.

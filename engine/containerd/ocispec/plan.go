@@ -2,8 +2,8 @@
 // action's: it turns the action container's OCI runtime spec, as
 // tink-agent's containerd runtime made it, into the spec of a container
 // that runs the user's image instead, with everything the operator set on
-// the action. It is containerd's planner, beside inherit/hostconfig,
-// which does the same for a Docker create request; both take the control
+// the action. It is containerd's planner, as engine/docker/hostconfig,
+// which makes a Docker create request, is Docker's; both take the control
 // variables from package inherit and follow the same rules where the two
 // engines meet. It does no I/O.
 //
