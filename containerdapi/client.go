@@ -152,6 +152,9 @@ func (c *Client) init() error {
 }
 
 // bounds are the client's time limits.
+// RequestTime is the bound of one call that does not wait on events.
+func (c *Client) RequestTime() time.Duration { return c.bounds().Request() }
+
 func (c *Client) bounds() socketclient.Bounds {
 	return socketclient.Bounds{WaitForEngine: c.WaitForEngine, RequestTimeout: c.RequestTimeout}
 }

@@ -31,7 +31,7 @@ const Repeats = 4
 func Settle(ctx context.Context, call func() error, met func(error) bool) error {
 	err := call()
 	for try := 0; IsLost(err) && try < Repeats; try++ {
-		if !Sleep(ctx, min(50*time.Millisecond<<try, time.Second)) {
+		if !Sleep(ctx, Backoff(try)) {
 			return fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 		}
 		if err = call(); err != nil && met != nil && met(err) {
@@ -40,6 +40,10 @@ func Settle(ctx context.Context, call func() error, met func(error) bool) error 
 	}
 	return err
 }
+
+// Backoff is the pause before the try-th call made again (from 0): 50 ms,
+// doubling, up to a second, as the clients' own retries pause.
+func Backoff(try int) time.Duration { return min(50*time.Millisecond<<min(try, 5), time.Second) }
 
 // Final is err, whatever it wraps, as an answer Settle does not make the
 // call again after: a call whose answer was lost, whose outcome the

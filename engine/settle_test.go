@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine"
 )
@@ -88,4 +89,13 @@ func TestSettle(t *testing.T) {
 			t.Errorf("Settle: %d calls, %v; want 2, met", calls, err)
 		}
 	})
+}
+
+// TestBackoff: 50 ms, doubling, up to a second, however many tries.
+func TestBackoff(t *testing.T) {
+	for try, want := range map[int]time.Duration{0: 50 * time.Millisecond, 1: 100 * time.Millisecond, 4: 800 * time.Millisecond, 5: time.Second, 64: time.Second} {
+		if got := engine.Backoff(try); got != want {
+			t.Errorf("Backoff(%d) = %v, want %v", try, got, want)
+		}
+	}
 }

@@ -79,7 +79,6 @@ import (
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/containerd/ocispec"
 	"github.com/waitdaemon/waitdaemon/imageref"
-	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // Labels this engine sets besides the phases'.
@@ -472,7 +471,7 @@ func (e *Engine) taskDelete(ctx context.Context, id string) error {
 		if _, gerr := e.C.TaskGet(ctx, id); errors.Is(gerr, containerdapi.ErrNotFound) {
 			return nil
 		}
-		if perr := socketclient.Pause(ctx, try); perr != nil {
+		if !engine.Sleep(ctx, engine.Backoff(try)) {
 			break
 		}
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
-	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // errUnsettled is a task create whose first attempt failed in a way that
@@ -18,15 +17,6 @@ import (
 // allowed (see taskCreate): containerd may have done it, or may do it
 // yet.
 var errUnsettled = errors.New("not settled")
-
-// pause is the pause before the try-th call made again: 50 ms, doubling,
-// up to a second.
-func pause(try int) time.Duration { return min(50*time.Millisecond<<try, time.Second) }
-
-// requestTime is the client's bound of one call.
-func (e *Engine) requestTime() time.Duration {
-	return socketclient.Bounds{WaitForEngine: e.C.WaitForEngine, RequestTimeout: e.C.RequestTimeout}.Request()
-}
 
 // taskCreate creates the task of container id, stopped at its start
 // (created), and returns its pid.
@@ -57,7 +47,7 @@ func (e *Engine) taskCreate(ctx context.Context, id string, spec containerdapi.T
 	// Once an attempt has failed, settling it (asking, waiting, creating
 	// again) takes at most within in all: a containerd that hangs on
 	// what a cut create left must not hold the caller longer.
-	bound := cmp.Or(within, e.requestTime())
+	bound := cmp.Or(within, e.C.RequestTime())
 	settle := ctx
 	unsettled := func(err error) error {
 		if settle != ctx && settle.Err() != nil && ctx.Err() == nil {
@@ -90,7 +80,7 @@ func (e *Engine) taskCreate(ctx context.Context, id string, spec containerdapi.T
 		if !errors.Is(gerr, containerdapi.ErrNotFound) {
 			return 0, unsettled(fmt.Errorf("%w (then asking whether it was: %w)", err, gerr))
 		}
-		if !engine.Sleep(settle, pause(min(try, 3))) {
+		if !engine.Sleep(settle, engine.Backoff(min(try, 3))) {
 			return 0, unsettled(err)
 		}
 	}
@@ -104,7 +94,7 @@ func (e *Engine) createdTask(ctx context.Context, id string) (containerdapi.Proc
 	if _, err := e.knownTask(ctx, id); err != nil {
 		return containerdapi.Process{}, err
 	}
-	if !engine.Sleep(ctx, pause(2)) {
+	if !engine.Sleep(ctx, engine.Backoff(2)) {
 		return containerdapi.Process{}, context.Cause(ctx)
 	}
 	return e.C.TaskGet(ctx, id)
@@ -120,7 +110,7 @@ func (e *Engine) knownTask(ctx context.Context, id string) (containerdapi.Proces
 		if err != nil || p.Status != containerdapi.TaskUnknown || ask == engine.Repeats {
 			return p, err
 		}
-		if !engine.Sleep(ctx, pause(ask)) {
+		if !engine.Sleep(ctx, engine.Backoff(ask)) {
 			return p, context.Cause(ctx)
 		}
 	}
@@ -182,7 +172,7 @@ func (e *Engine) taskStart(ctx context.Context, id string) (uint32, error) {
 		if p.Status != containerdapi.TaskCreated || !lost {
 			return 0, fmt.Errorf("%w (the task is %s)", err, p.Status)
 		}
-		if !engine.Sleep(ctx, pause(try)) {
+		if !engine.Sleep(ctx, engine.Backoff(try)) {
 			return 0, fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 		}
 	}

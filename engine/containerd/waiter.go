@@ -18,7 +18,6 @@ import (
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/engine/containerd/ocispec"
-	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 var (
@@ -527,8 +526,8 @@ func (e *Engine) containerGone(ctx context.Context, id string) error {
 			return fmt.Errorf("the action container's task is gone, and asking for the container: %w", err)
 		}
 		if ask < goneAsks-1 {
-			if err := socketclient.Pause(ctx, ask); err != nil {
-				return err
+			if !engine.Sleep(ctx, engine.Backoff(ask)) {
+				return context.Cause(ctx)
 			}
 		}
 	}
