@@ -243,10 +243,11 @@ const (
 	EnvContainerdNamespace = "CONTAINERD_NAMESPACE"
 )
 
-// Bind is a host directory seen inside a container.
+// Bind is a host path seen inside a container, read-only or not.
 type Bind struct {
 	Host      string
 	Container string
+	ReadOnly  bool
 }
 
 // Spec is a planned container: the name the phases gave it, and the

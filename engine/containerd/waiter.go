@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -24,9 +23,6 @@ var (
 	_ engine.Engine = (*Engine)(nil)
 	_ engine.Teller = (*Engine)(nil)
 )
-
-// engineDir is where the waiter finds the socket's directory.
-const engineDir = "/run/waitdaemon-engine"
 
 // PlanWaiter plans phase 2 from our own image, with least privilege (see
 // waiterSpec): the socket's directory bound read-only, the tasks' output
@@ -126,39 +122,22 @@ func bind(source, target string, readOnly bool) ocispec.Mount {
 	return ocispec.Mount{Destination: target, Type: "bind", Source: source, Options: []string{"rbind", "rprivate", opt}}
 }
 
-// engineBind binds the directory of the socket at source into the
-// waiter, read-only, and returns the socket's path there. The directory,
-// not the socket file: a daemon that restarts makes a new socket, which a
-// bind of the old file would never see.
+// engineBind is engine.EngineBind as a mount, of the socket at source.
 func engineBind(source string) ([]ocispec.Mount, string) {
-	dir, file := path.Split(source)
-	if dir == "/" || dir == "" {
-		return []ocispec.Mount{bind(source, containerdapi.DefaultSocket, false)}, containerdapi.DefaultSocket
-	}
-	return []ocispec.Mount{bind(path.Clean(dir), engineDir, true)}, path.Join(engineDir, file)
+	b, socket := engine.EngineBind(source, containerdapi.DefaultSocket)
+	return []ocispec.Mount{bind(b.Host, b.Container, b.ReadOnly)}, socket
 }
 
 // socketSource is the host path of the socket bound into the action
-// container at socket, itself or through a directory above it; the
-// default path when no mount says.
+// container at socket (engine.SocketSource), by its bind mounts.
 func socketSource(mounts []ocispec.Mount, socket string) string {
-	var binds []ocispec.Mount
+	var binds []engine.Bind
 	for _, m := range mounts {
 		if m.Type == "bind" || strings.Contains(strings.Join(m.Options, ","), "bind") {
-			binds = append(binds, m)
+			binds = append(binds, engine.Bind{Host: m.Source, Container: m.Destination})
 		}
 	}
-	for _, m := range binds {
-		if path.Clean(m.Destination) == socket {
-			return m.Source
-		}
-	}
-	for _, m := range binds {
-		if rest, ok := strings.CutPrefix(socket, path.Clean(m.Destination)+"/"); ok {
-			return path.Join(m.Source, rest)
-		}
-	}
-	return containerdapi.DefaultSocket
+	return engine.SocketSource(binds, socket, containerdapi.DefaultSocket)
 }
 
 // outputPoll is how often Output looks for what the waiter told in its

@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 )
-
-// engineDir is where the waiter finds the engine socket's directory.
-const engineDir = "/run/waitdaemon-engine"
 
 // PlanWaiter plans phase 2 from our own image, with least privilege: not
 // privileged, its own pid namespace, only the socket's directory (and the
@@ -73,45 +69,33 @@ func (e *Engine) End(ctx context.Context, name string) error {
 	return e.Remove(ctx, name)
 }
 
-// engineBind binds the directory of the engine socket at source into the
-// waiter, read-only, and returns the socket's path there. The directory,
-// not the socket file: an engine that restarts (with live-restore, the
-// waiter lives on) unlinks its socket and makes a new one, which a bind
-// of the old file would never see.
+// engineBind is engine.EngineBind as a Docker bind, of the engine socket
+// at source.
 func engineBind(source string) (binds []string, socket string) {
-	dir, file := path.Split(source)
-	if dir == "/" || dir == "" {
-		return []string{source + ":" + dockerapi.DefaultSocket}, dockerapi.DefaultSocket
+	b, socket := engine.EngineBind(source, dockerapi.DefaultSocket)
+	bind := b.Host + ":" + b.Container
+	if b.ReadOnly {
+		bind += ":ro"
 	}
-	return []string{path.Clean(dir) + ":" + engineDir + ":ro"}, path.Join(engineDir, file)
+	return []string{bind}, socket
 }
 
 // socketSource is the host path of the engine socket bound into the
-// action container at socket, itself or through a directory above it;
-// the default path when no bind says.
+// action container at socket (engine.SocketSource), by its binds and
+// bind mounts.
 func socketSource(ctr dockerapi.Container, socket string) string {
-	var binds [][2]string // source, target
+	var binds []engine.Bind
 	for _, b := range ctr.HostConfig.Binds {
 		if parts := strings.Split(b, ":"); len(parts) >= 2 {
-			binds = append(binds, [2]string{parts[0], parts[1]})
+			binds = append(binds, engine.Bind{Host: parts[0], Container: parts[1]})
 		}
 	}
 	for _, m := range ctr.HostConfig.Mounts {
 		if m.Type == "bind" {
-			binds = append(binds, [2]string{m.Source, m.Target})
+			binds = append(binds, engine.Bind{Host: m.Source, Container: m.Target})
 		}
 	}
-	for _, b := range binds {
-		if path.Clean(b[1]) == socket {
-			return b[0]
-		}
-	}
-	for _, b := range binds {
-		if rest, ok := strings.CutPrefix(socket, path.Clean(b[1])+"/"); ok {
-			return path.Join(b[0], rest)
-		}
-	}
-	return dockerapi.DefaultSocket
+	return engine.SocketSource(binds, socket, dockerapi.DefaultSocket)
 }
 
 // exitPollEvery is the pause between two looks at the action
