@@ -1,7 +1,6 @@
 package phase
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -10,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/engine"
@@ -189,18 +189,35 @@ func (w *waiter) answerResultFile(ctx context.Context) error {
 
 // answer logs a line that phase 1 waits for in the waiter's output. An
 // engine on which phase 1 cannot read that output (engine.Teller) is told
-// the line too; if that fails, phase 1 says the waiter never answered.
-func (w *waiter) answer(ctx context.Context, msg string, details any) {
-	var line bytes.Buffer
-	logEvent(&line, msg, details)
+// a short line instead (told); if that fails, phase 1 says the waiter
+// never answered.
+func (w *waiter) answer(ctx context.Context, msg string, details map[string]string) {
 	if w.o.Stdout != nil {
-		_, _ = w.o.Stdout.Write(line.Bytes())
+		logEvent(w.o.Stdout, msg, details)
 	}
 	if t, ok := w.eng.(engine.Teller); ok {
-		if err := t.Tell(ctx, bytes.TrimSuffix(line.Bytes(), []byte("\n"))); err != nil {
+		if err := t.Tell(ctx, told(msg, details["error"])); err != nil {
 			logEvent(w.o.Stdout, "could not tell phase 1", map[string]string{"error": err.Error()})
 		}
 	}
+}
+
+// maxToldError bounds the error a told line carries: escaped as JSON,
+// six bytes a byte at worst, the line stays within the 4 KB an engine's
+// label holds.
+const maxToldError = 512
+
+// told is the line an engine.Teller carries: msg, and why (errText, cut
+// to maxToldError bytes at a rune's start), all that phase 1 reads of it.
+func told(msg, errText string) []byte {
+	if len(errText) > maxToldError {
+		errText = strings.ToValidUTF8(errText[:maxToldError], "") + "…"
+	}
+	line, _ := json.Marshal(struct {
+		Msg   string `json:"msg"`
+		Error string `json:"error,omitempty"`
+	}{msg, errText})
+	return line
 }
 
 // errSignalled is a run not started because ctx ended before its start

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/testkit/fake"
@@ -452,7 +453,7 @@ func (t *teller) Tell(_ context.Context, line []byte) error {
 }
 
 // TestTwoTells: on such an engine the waiter tells phase 1 its answer,
-// the same line as it writes, and nothing else.
+// its msg alone, and nothing else.
 func TestTwoTells(t *testing.T) {
 	eng := &teller{Engine: waiterFake(false)}
 	args := waiterArgs(0, false)
@@ -461,9 +462,27 @@ func TestTwoTells(t *testing.T) {
 	if err := Two(context.Background(), eng, args, Options{Stdout: &out}); err != nil {
 		t.Fatal(err)
 	}
-	first := strings.Split(out.String(), "\n")[0]
-	if len(eng.told) != 1 || eng.told[0] != first || !strings.Contains(first, msgResultWritable) {
-		t.Errorf("told %q, want just the first line of the output:\n%s", eng.told, out.String())
+	if want := `{"msg":"` + msgResultWritable + `"}`; len(eng.told) != 1 || eng.told[0] != want || !strings.HasPrefix(out.String(), `{"time":`) {
+		t.Errorf("told %q, want just %s, and the whole line written:\n%s", eng.told, want, out.String())
+	}
+}
+
+// TestTold: the told line carries the msg and why, the why cut to
+// maxToldError bytes at a rune's start, so that the line stays within a
+// label's 4 KB however the why escapes.
+func TestTold(t *testing.T) {
+	var got struct{ Msg, Error string }
+	if err := json.Unmarshal(told(msgResultUnwritable, "open /r: permission denied"), &got); err != nil || got.Msg != msgResultUnwritable || got.Error != "open /r: permission denied" {
+		t.Errorf("told = %+v, %v; want the msg and the error whole", got, err)
+	}
+	long := strings.Repeat("<", maxToldError-1) + "é" + strings.Repeat("\x01", 100)
+	line := told(msgResultUnwritable, long)
+	if err := json.Unmarshal(line, &got); err != nil || !utf8.ValidString(got.Error) || got.Error != strings.Repeat("<", maxToldError-1)+"…" {
+		t.Errorf("told %d bytes, error %q, %v; want the error cut before the é", len(line), got.Error, err)
+	}
+	worst := told(msgResultUnwritable, strings.Repeat("\x01", 5000))
+	if len(worst) > 4000 {
+		t.Errorf("told %d bytes at worst; want at most 4000", len(worst))
 	}
 }
 

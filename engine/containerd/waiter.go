@@ -1,7 +1,6 @@
 package containerd
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -190,8 +189,8 @@ func (e *Engine) Output(ctx context.Context, ref string, w io.Writer) error {
 	}
 }
 
-// maxSaid bounds a told line: containerd refuses a label of more than
-// 4096 bytes, key included.
+// maxSaid bounds a told line, and a handed part: containerd refuses a
+// label of more than 4096 bytes, key included, and one that is not UTF-8.
 const maxSaid = 4000
 
 // Tell puts line in the label LabelSaid of the container this process
@@ -202,44 +201,14 @@ func (e *Engine) Tell(ctx context.Context, line []byte) error {
 	if err != nil {
 		return fmt.Errorf("telling phase 1: %w", err)
 	}
-	if _, err := e.C.ContainerSetLabel(ctx, own, LabelSaid, fitSaid(line, maxSaid)); err != nil {
+	if len(line) > maxSaid || !utf8.Valid(line) {
+		return fmt.Errorf("telling phase 1: a line of %d bytes, more than a label holds, or not UTF-8", len(line))
+	}
+	if _, err := e.C.ContainerSetLabel(ctx, own, LabelSaid, string(line)); err != nil {
 		return fmt.Errorf("telling phase 1: %w", err)
 	}
 	return nil
 }
-
-// fitSaid is line in at most limit bytes of valid UTF-8. A JSON object
-// stays one: its longest strings are shortened (ending in "…") until it
-// fits, so that what phase 1 reads of it, such as its msg, is kept (its
-// members then come in the order of their names). Anything else is cut
-// at a rune's start.
-func fitSaid(line []byte, limit int) string {
-	if len(line) <= limit {
-		return string(line)
-	}
-	var obj map[string]any
-	d := json.NewDecoder(bytes.NewReader(line))
-	d.UseNumber()
-	if d.Decode(&obj) == nil {
-		// The longest cut of each string that fits, found by bisection.
-		best := ""
-		for lo, hi := minKeep, limit; lo <= hi; {
-			keep := (lo + hi) / 2
-			if out, err := json.Marshal(shorten(obj, keep)); err == nil && len(out) <= limit {
-				best, lo = string(out), keep+1
-			} else {
-				hi = keep - 1
-			}
-		}
-		if best != "" {
-			return best
-		}
-	}
-	return cutRunes(string(line), limit)
-}
-
-// minKeep is the least fitSaid leaves of a string.
-const minKeep = 16
 
 // cutRunes is s cut to at most limit bytes, at a rune's start.
 func cutRunes(s string, limit int) string {
@@ -250,31 +219,6 @@ func cutRunes(s string, limit int) string {
 		limit--
 	}
 	return s[:limit]
-}
-
-// shorten shortens a JSON value's strings, at any depth, to at most keep
-// bytes each.
-func shorten(v any, keep int) any {
-	switch v := v.(type) {
-	case string:
-		if len(v) <= keep {
-			return v
-		}
-		return cutRunes(v, keep-len("…")) + "…"
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = shorten(x, keep)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			out[k] = shorten(x, keep)
-		}
-		return out
-	}
-	return v
 }
 
 // ActionGone waits until the action container is gone (the agent
