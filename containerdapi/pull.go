@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/waitdaemon/waitdaemon/internal/socketclient"
 )
 
 // DefaultHostDir is where CaptainOS writes a registry's hosts.toml (for
@@ -183,7 +182,7 @@ func (m *authResponse) fields() []field {
 
 var (
 	// Not repeated by the client: a repeat names side streams the daemon
-	// has forgotten. Pull starts a broken pull again, with new ones.
+	// has forgotten. A pull made again makes new ones.
 	transferTransfer = newRPC("containerd.services.transfer.v1.Transfer/Transfer", &transferRequest{}, &empty{}, false)
 	streamingStream  = newRPC("containerd.services.streaming.v1.Streaming/Stream", &Any{}, &Any{}, false)
 )
@@ -193,7 +192,9 @@ var (
 // lease of ctx (WithLease), or under one of its own, deleted at the end. Credentials go to the
 // daemon only when it asks for a host, through req.Auth; progress comes
 // back through req.Progress. A missing tag fails as NotFound; a refused
-// login or a TLS failure as Unknown.
+// login or a TLS failure as Unknown. A pull that breaks off (its answer
+// lost, or UNAVAILABLE) fails as lost; made again, it starts from new
+// side streams, and what the daemon fetched stays in its content store.
 func (c *Client) Pull(ctx context.Context, req PullRequest) error {
 	if err := c.init(); err != nil {
 		return err
@@ -223,34 +224,14 @@ func (c *Client) Pull(ctx context.Context, req PullRequest) error {
 		}()
 		ctx = WithLease(ctx, id)
 	}
-	for try := 0; ; try++ {
-		err := c.transfer(ctx, req, platform, snapshotter)
-		if err == nil {
-			return nil
-		}
-		if try == socketclient.MaxRetries || !brokenOff(err) || ctx.Err() != nil {
-			return fmt.Errorf("pulling image %s: %w", req.Ref, err)
-		}
-		// The pull broke off (a lost connection, a daemon restarting): its
-		// side streams went with it, and the daemon forgets a stream once
-		// its transfer ends, so the pull starts again from new ones, after
-		// the pause of any call sent again. What the daemon fetched stays
-		// in its content store.
-		if socketclient.Pause(ctx, try) != nil {
-			return fmt.Errorf("pulling image %s: %w", req.Ref, err)
-		}
+	if err := c.transfer(ctx, req, platform, snapshotter); err != nil {
+		return fmt.Errorf("pulling image %s: %w", req.Ref, err)
 	}
+	return nil
 }
 
-// brokenOff reports an error after which a pull starts again: no answer,
-// or UNAVAILABLE.
-func brokenOff(err error) bool {
-	var te *TransportError
-	return errors.As(err, &te) || errors.Is(err, ErrUnavailable)
-}
-
-// transfer is one attempt at a pull: the side streams it needs, then the
-// Transfer call, which the client never repeats on its own.
+// transfer is a pull: the side streams it needs, then the Transfer call,
+// which the client never repeats on its own.
 func (c *Client) transfer(ctx context.Context, req PullRequest, platform Platform, snapshotter string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -532,9 +532,9 @@ func (e *Engine) Pull(ctx context.Context, ref imageref.Ref, auth *engine.Auth, 
 	}
 	e.forget(ref.Qualified())
 	// A pull whose answer was lost (its lease's create, or its transfer
-	// broken off more often than the client starts it again) is pulled
-	// again: each pull runs under a lease of its own, and what the daemon
-	// fetched stays in its content store.
+	// broken off) is pulled again, from new side streams: each pull runs
+	// under a lease of its own, and what the daemon fetched stays in its
+	// content store.
 	err := engine.Settle(ctx, func() error { return e.C.Pull(ctx, req) }, nil)
 	if errors.Is(err, containerdapi.ErrUnimplemented) {
 		v, verr := e.C.Version(ctx)

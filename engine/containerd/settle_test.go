@@ -455,3 +455,45 @@ func TestStartRetryRefused(t *testing.T) {
 		t.Errorf("taskStart() = %v after %d starts; want it failed after 2, the task created", err, d.count("Tasks/Start"))
 	}
 }
+
+// TestPullStartsAgain: a pull that breaks off (its answer lost, or
+// UNAVAILABLE) is pulled again (each pull of the client makes side
+// streams of its own: containerdapi.TestPullCredentials), after a pause;
+// one broken off on and on, Repeats times more, then fails; a refusal is
+// not pulled again.
+func TestPullStartsAgain(t *testing.T) {
+	broken := reply{broken: func() bool { return true }}
+	unavailable := reply{code: containerdapi.Unavailable, status: "restarting"}
+	for _, tc := range []struct {
+		name      string
+		transfers []reply
+		wantErr   bool
+		want      int
+	}{
+		{"answer lost", []reply{broken, {msg: `{}`}}, false, 2},
+		{"unavailable", []reply{unavailable, {msg: `{}`}}, false, 2},
+		{"unavailable on and on", []reply{unavailable}, true, 1 + engine.Repeats},
+		{"refused", []reply{{code: containerdapi.Unknown, status: "401 Unauthorized"}}, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, d := newFake(t, map[string][]reply{
+				"Leases/Create":     {{msg: `{"lease":{"id":"l"}}`}},
+				"Leases/Delete":     {{msg: `{}`}},
+				"Transfer/Transfer": tc.transfers,
+			})
+			ref, err := imageref.Parse("x:1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			began := time.Now()
+			err = e.Pull(testCtx(t), ref, nil, nil)
+			reqs := d.requests("Transfer/Transfer")
+			if (err != nil) != tc.wantErr || len(reqs) != tc.want {
+				t.Fatalf("Pull() = %v after %d transfers; want error %v after %d", err, len(reqs), tc.wantErr, tc.want)
+			}
+			if len(reqs) > 1 && time.Since(began) < 50*time.Millisecond {
+				t.Errorf("pulled again after %v; want a pause of 50 ms at least", time.Since(began))
+			}
+		})
+	}
+}
