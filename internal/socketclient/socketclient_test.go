@@ -88,6 +88,9 @@ func (d *dialFails) RoundTrip(r *http.Request) (*http.Response, error) {
 		defer r.Body.Close()
 	}
 	if len(d.at) <= d.n {
+		if r.Body != nil {
+			_, _ = io.ReadFull(r.Body, make([]byte, 4)) // a transport may read some of a body it then fails
+		}
 		return nil, &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.ENOENT)}
 	}
 	var body []byte
@@ -104,7 +107,9 @@ func (d *dialFails) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestWaitForEngine(t *testing.T) {
 	t.Run("up in time", func(t *testing.T) {
 		d := &dialFails{n: 3}
-		req, _ := http.NewRequest("POST", "http://engine/x", strings.NewReader("the body"))
+		body := "the body"
+		req, _ := http.NewRequest("POST", "http://engine/x", strings.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
 		resp, err := (&waitForEngine{next: d, wait: 10 * time.Second}).RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
