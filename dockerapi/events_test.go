@@ -3,9 +3,9 @@ package dockerapi_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,7 +56,7 @@ func TestEvents(t *testing.T) {
 			var last dockerapi.Event
 			for {
 				ev, err := s.Next()
-				if errors.Is(err, io.EOF) {
+				if err == io.EOF { // the stream's end, as it is
 					break
 				}
 				if err != nil {
@@ -68,6 +68,27 @@ func TestEvents(t *testing.T) {
 				t.Errorf("events %q, the last %+v at %v; want %q, the last at %v", got, last, last.At(), tc.want, tc.at)
 			}
 		})
+	}
+}
+
+// TestEventsNoFilters: events asked for with no filters send none, and
+// a stream that breaks in the middle of an event says so, not io.EOF.
+func TestEventsNoFilters(t *testing.T) {
+	c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := r.URL.Query()["filters"]; ok {
+			http.Error(w, "unexpected filters "+r.URL.RawQuery, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"Type":"container","Action":"cre`)
+	})
+	s, err := c.Events(context.Background(), dockerapi.EventsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Next(); err == io.EOF || err == nil || !strings.Contains(err.Error(), "reading the engine's events") {
+		t.Errorf("Next() = %v; want the broken event named, not the stream's end", err)
 	}
 }
 

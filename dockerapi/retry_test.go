@@ -379,3 +379,47 @@ func TestListPodmanRace(t *testing.T) {
 		})
 	}
 }
+
+// TestCallsRefused: a start, a connect, a rename and a removal the engine
+// refuses fail with its answer, named for the call, sent once.
+func TestCallsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		call    func(context.Context, *dockerapi.Client) error
+		status  int
+		want    string
+		wantErr error
+	}{
+		{"start", func(ctx context.Context, c *dockerapi.Client) error { return c.ContainerStart(ctx, "web") }, 304, `starting container "web"`, dockerapi.ErrNotModified},
+		{"connect", func(ctx context.Context, c *dockerapi.Client) error {
+			return c.NetworkConnect(ctx, "lan", "web", dockerapi.EndpointSettings{})
+		}, 404, `connecting container "web" to network "lan"`, dockerapi.ErrNotFound},
+		{"rename", func(ctx context.Context, c *dockerapi.Client) error { return c.ContainerRename(ctx, "web", "web-1") }, 409, `renaming container "web" to "web-1"`, dockerapi.ErrConflict},
+		{"remove", func(ctx context.Context, c *dockerapi.Client) error {
+			return c.ContainerRemove(ctx, "web", dockerapi.RemoveOptions{Force: true})
+		}, 404, `removing container "web"`, dockerapi.ErrNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got hits
+			c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) {
+				got.add(r)
+				if tc.status == 304 {
+					w.WriteHeader(304)
+					return
+				}
+				writeJSON(w, tc.status, map[string]string{"message": "refused"})
+			})
+			err := tc.call(shortCtx(t), c)
+			if !errors.Is(err, tc.wantErr) || !strings.Contains(errString(err), tc.want) || got.total() != 1 {
+				t.Errorf("error = %v after %d requests; want %q, %v, after 1", err, got.total(), tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -99,3 +99,15 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestFinal: a final error is never lost, and wraps what it was given;
+// none stays none.
+func TestFinal(t *testing.T) {
+	if engine.Final(nil) != nil {
+		t.Errorf("Final(nil) = %v, want nil", engine.Final(nil))
+	}
+	err := engine.Final(fmt.Errorf("starting: %w", lostErr(true)))
+	if engine.IsLost(err) || !errors.Is(err, lostErr(true)) || err.Error() != "starting: lost=true" {
+		t.Errorf("Final = %v, lost %v; want the error as it was, not lost", err, engine.IsLost(err))
+	}
+}

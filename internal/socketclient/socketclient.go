@@ -201,18 +201,7 @@ type waitForEngine struct {
 func (w *waitForEngine) RoundTrip(req *http.Request) (*http.Response, error) {
 	var down time.Time
 	for try := 0; ; try++ {
-		r := req
-		if try > 0 {
-			r = req.Clone(req.Context())
-			if req.GetBody != nil {
-				body, err := req.GetBody()
-				if err != nil {
-					return nil, err
-				}
-				r.Body = body
-			}
-		}
-		resp, err := w.next.RoundTrip(r)
+		resp, err := w.next.RoundTrip(req)
 		if err == nil || !EngineNotUp(err) || req.Body != nil && req.GetBody == nil {
 			return resp, err
 		}
@@ -225,7 +214,23 @@ func (w *waitForEngine) RoundTrip(req *http.Request) (*http.Response, error) {
 		if perr := Pause(req.Context(), try); perr != nil {
 			return nil, fmt.Errorf("%w (%w)", err, perr)
 		}
+		if req, err = rewound(req); err != nil {
+			return nil, err
+		}
 	}
+}
+
+// rewound is req to send again, its body from the start.
+func rewound(req *http.Request) (*http.Request, error) {
+	again := req.Clone(req.Context())
+	if req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		again.Body = body
+	}
+	return again, nil
 }
 
 // WithCause names why ctx ended, when it did, in an error it caused.
