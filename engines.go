@@ -46,7 +46,7 @@ func (g *globals) docker(waiter bool) *docker.Engine {
 	if waiter {
 		c.WaitForEngine = engine.WaiterWaitForEngine
 	}
-	return &docker.Engine{C: c, Log: g.stdout}
+	return &docker.Engine{C: c}
 }
 
 func (g *globals) containerd(waiter bool) (*containerd.Engine, error) {

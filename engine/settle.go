@@ -22,23 +22,34 @@ func IsLost(err error) bool {
 const Repeats = 4
 
 // Settle makes call and, while its answer is lost (IsLost), makes it
-// again, Repeats times at most, after a pause each (50 ms, doubling, up
-// to a second). The error of a call made again for which met holds (nil:
-// none) says that an earlier attempt did the work: Settle returns nil.
-// Otherwise it returns the last call's error, or ctx's cause if ctx
-// ended during a pause. This is the one place where a call whose answer
-// was lost is made again: the clients send each such call once.
+// again, Repeats times at most, after a pause each (Backoff). The error
+// of a call made again for which met holds (nil: none) says that an
+// earlier attempt did the work: Settle returns nil. A call that ran out
+// of its time, or whose ctx ended, is not made again: an engine that
+// hangs must not hold the caller Repeats times longer. Otherwise Settle
+// returns the last call's error, with ctx's cause if ctx ended during a
+// pause. This is the one place where a call whose answer was lost is
+// made again: the clients send each such call once.
 func Settle(ctx context.Context, call func() error, met func(error) bool) error {
 	err := call()
-	for try := 0; IsLost(err) && try < Repeats; try++ {
+	for try := 0; IsLost(err) && !ended(err) && try < Repeats; try++ {
 		if !Sleep(ctx, Backoff(try)) {
-			return fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+			if cause := context.Cause(ctx); !errors.Is(err, cause) {
+				err = fmt.Errorf("%w (%w)", err, cause)
+			}
+			return err
 		}
 		if err = call(); err != nil && met != nil && met(err) {
 			return nil
 		}
 	}
 	return err
+}
+
+// ended reports a call cut off by its context: its own bound, or its
+// caller's end.
+func ended(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // Backoff is the pause before the try-th call made again (from 0): 50 ms,

@@ -54,6 +54,8 @@ func TestSettle(t *testing.T) {
 		{"lost, then met", []error{lostErr(true), errMet}, 2, nil},
 		{"lost, then refused", []error{lostErr(true), lostErr(false)}, 2, lostErr(false)},
 		{"lost on and on", []error{lostErr(true)}, 1 + engine.Repeats, lostErr(true)},
+		{"out of its time", []error{fmt.Errorf("%w: %w", lostErr(true), context.DeadlineExceeded)}, 1, context.DeadlineExceeded},
+		{"its caller gone", []error{fmt.Errorf("%w: %w", lostErr(true), context.Canceled)}, 1, context.Canceled},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,8 +74,8 @@ func TestSettle(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		calls := 0
 		err := engine.Settle(ctx, func() error { calls++; cancel(); return lostErr(true) }, nil)
-		if calls != 1 || !errors.Is(err, context.Canceled) || !engine.IsLost(err) {
-			t.Errorf("Settle: %d calls, %v; want 1, the lost answer and context.Canceled", calls, err)
+		if calls != 1 || !errors.Is(err, context.Canceled) || !engine.IsLost(err) || err.Error() != "lost=true (context canceled)" {
+			t.Errorf("Settle: %d calls, %v; want 1, the lost answer and context.Canceled, once", calls, err)
 		}
 	})
 	t.Run("no met", func(t *testing.T) {

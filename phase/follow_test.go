@@ -254,7 +254,7 @@ func TestTwoActionExitedNoAnswer(t *testing.T) {
 			if want := map[bool]int{true: 1, false: 0}[errors.Is(tc.fail, engine.ErrNoAnswer) || len(tc.once) > 0]; logged != want {
 				t.Errorf("the loss logged %d times, want %d:\n%s", logged, want, out.String())
 			}
-			if tc.fail == noAnswer && !strings.Contains(lastResult(t, out.String()).NotStarted, "no answer from the engine for 50ms") {
+			if tc.fail == noAnswer && !strings.Contains(lastResult(t, out.String()).NotStarted, "no answer from the engine: EOF (for 50ms)") {
 				t.Errorf("result does not say the engine did not answer for engineLost:\n%s", out.String())
 			}
 		})
@@ -415,6 +415,24 @@ func TestTwoLostRunEnds(t *testing.T) {
 		}
 	})
 
+	t.Run("its end asked again while the engine is away", func(t *testing.T) {
+		lostStop = 3 * time.Second
+		t.Cleanup(func() { lostStop = 200 * time.Millisecond })
+		noAnswer := fmt.Errorf("following act-waitdaemon-user: %w: EOF", engine.ErrNoAnswer)
+		eng := waiterFake(true)
+		eng.Exits = map[string][]int{"act-waitdaemon-user": {1, 0}}
+		eng.Once = map[string][]error{"Follow act-waitdaemon-user": {noAnswer, noAnswer, noAnswer}}
+		var out bytes.Buffer
+		if err := Two(context.Background(), eng, waiterArgs(1, true), Options{Stdout: &out}); err != nil {
+			t.Fatalf("phase 2: %v\n%s", err, out.String())
+		}
+		calls := eng.Calls()
+		stop, again := slices.Index(calls, "Stop act-waitdaemon-user"), slices.Index(calls, "Again act-waitdaemon-user-2")
+		if stop < 0 || again < stop || countCalls(calls[stop:again], "Follow act-waitdaemon-user") != 2 {
+			t.Errorf("calls %q; want the lost run's end asked for twice after its stop, the engine away once, before the re-run", calls)
+		}
+	})
+
 	t.Run("its end not learnt", func(t *testing.T) {
 		eng := waiterFake(true)
 		eng.Fail = map[string]error{"Follow act-waitdaemon-user": engineGone}
@@ -487,4 +505,25 @@ type signalOnStop struct {
 func (e signalOnStop) Stop(ctx context.Context, id string) error {
 	e.signal()
 	return e.Engine.Stop(ctx, id)
+}
+
+// TestLostClock: the count of an outage starts at its first failed ask,
+// is over after engineLost, and starts again at an ask that failed after
+// longer than the client waits for an engine not listening: the engine
+// answered for part of it.
+func TestLostClock(t *testing.T) {
+	lost := engineLost
+	engineLost = 100 * time.Millisecond
+	t.Cleanup(func() { engineLost = lost })
+	var c lostClock
+	if first, over := c.failed(time.Now()); !first || over {
+		t.Errorf("the first failure: first %v, over %v; want true, false", first, over)
+	}
+	time.Sleep(engineLost)
+	if first, over := c.failed(time.Now()); first || !over {
+		t.Errorf("a failure engineLost later: first %v, over %v; want false, true", first, over)
+	}
+	if first, over := c.failed(time.Now().Add(-engine.WaiterWaitForEngine - time.Second)); !first || over {
+		t.Errorf("a failure after a long ask: first %v, over %v; want true, false", first, over)
+	}
 }

@@ -115,22 +115,39 @@ func Two(ctx context.Context, eng engine.Engine, args WaiterArgs, o Options) err
 	return w.finish(fctx, res)
 }
 
+// lostClock is engineLost's count across the asks of one wait: from the
+// first ask the engine left unanswered. An ask that failed after longer
+// than the client waits for an engine not listening had an answering
+// engine for part of that time: its failure starts the count again, so
+// that an outage late in a long run gets the whole bound.
+type lostClock struct{ since time.Time }
+
+// failed counts an ask begun at began that failed, and says whether it
+// is the first of an outage, and whether the outage has lasted engineLost.
+func (c *lostClock) failed(began time.Time) (first, over bool) {
+	if c.since.IsZero() || time.Since(began) > engine.WaiterWaitForEngine {
+		c.since, first = time.Now(), true
+	}
+	return first, time.Since(c.since) >= engineLost
+}
+
 // actionExited is the engine's ActionExited, asked again while the
 // engine does not answer (ErrNoAnswer: the action may well still run),
 // for engineLost at most.
 func (w *waiter) actionExited(ctx context.Context) (engine.Exit, error) {
-	var lostAt time.Time
+	var lost lostClock
 	for {
+		began := time.Now()
 		exit, err := w.eng.ActionExited(ctx, w.ActionContainer)
 		if !errors.Is(err, engine.ErrNoAnswer) || ctx.Err() != nil {
 			return exit, err
 		}
-		if lostAt.IsZero() {
-			lostAt = time.Now()
+		first, over := lost.failed(began)
+		if first {
 			logEvent(w.o.Stdout, "lost the engine while waiting for the action container; asking again", map[string]string{"error": err.Error()})
 		}
-		if time.Since(lostAt) >= engineLost {
-			return exit, fmt.Errorf("no answer from the engine for %v: %w", engineLost, err)
+		if over {
+			return exit, fmt.Errorf("%w (for %v)", err, engineLost)
 		}
 		if !engine.Sleep(ctx, min(followPause, engineLost)) {
 			return engine.Exit{At: time.Now()}, nil
@@ -419,6 +436,9 @@ func (w *waiter) endLost(ctx context.Context, a attempt) (attempt, error) {
 		return a, fmt.Errorf("stopping it: %w", err)
 	}
 	r, err := w.eng.Follow(sctx, a.Container, a.sent, w.LogTail, "")
+	for errors.Is(err, engine.ErrNoAnswer) && engine.Sleep(sctx, followPause) {
+		r, err = w.eng.Follow(sctx, a.Container, a.sent, w.LogTail, "") // the engine still away: ask again, within lostStop
+	}
 	switch {
 	case err == nil:
 	case r.FinishedAt != "":
@@ -514,12 +534,13 @@ const followPause = time.Second
 // follow follows the run of container started at sent to its end. A
 // Follow that fails (the engine restarting under it, say: the run itself
 // may go on) is asked again, the same run, until the engine settles it;
-// one that still fails engineLost after the first failure is counted as
-// a failed run, with unfollowedExitCode and a note saying why, and
-// lost: it may run on. Its error is ctx's alone.
+// one that still fails engineLost after the first failure of an outage
+// (lostClock) is counted as a failed run, with unfollowedExitCode and a
+// note saying why, and lost: it may run on. Its error is ctx's alone.
 func (w *waiter) follow(ctx context.Context, container string, sent time.Time) (r engine.Run, lost bool, err error) {
-	var lostAt time.Time
+	var clock lostClock
 	for {
+		began := time.Now()
 		r, err := w.eng.Follow(ctx, container, sent, w.LogTail, "")
 		switch {
 		case ctx.Err() != nil:
@@ -531,11 +552,11 @@ func (w *waiter) follow(ctx context.Context, container string, sent time.Time) (
 			r.Output, r.Note = []string{}, "no log tail: "+err.Error()
 			return r, false, nil
 		}
-		if lostAt.IsZero() {
-			lostAt = time.Now()
+		first, over := clock.failed(began)
+		if first {
 			logEvent(w.o.Stdout, "could not follow a container; asking the engine again", map[string]string{"container": container, "error": err.Error()})
 		}
-		if time.Since(lostAt) >= engineLost {
+		if over {
 			note := fmt.Sprintf("its end could not be followed: the engine did not say for %v (%v)", engineLost, err)
 			return engine.Run{ExitCode: unfollowedExitCode, Image: w.imageOf(container), Note: note}, true, nil
 		}

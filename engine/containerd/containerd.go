@@ -105,7 +105,7 @@ const maxID = 76
 type Engine struct {
 	C *containerdapi.Client
 	// Log, when set, hears what the engine does on its own, such as
-	// asking again after losing the daemon.
+	// making a container anew whose task create did not settle.
 	Log io.Writer
 	// LogDir is the host directory of the tasks' output files. Empty
 	// means DefaultLogDir.

@@ -40,9 +40,6 @@ var (
 // Engine is a Docker engine, or Podman's Docker-compatible API.
 type Engine struct {
 	C *dockerapi.Client
-	// Log, when set, hears what the engine does on its own, such as
-	// asking again after losing the engine.
-	Log io.Writer
 
 	// root is the root of the file system this process sees: "" is /.
 	// Tests set it.
@@ -381,7 +378,13 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 		created, err = e.C.ContainerCreate(ctx, spec.Name, p.CreateRequest)
 		return err
 	}
-	err := engine.Settle(ctx, create, nil)
+	settled := func() error {
+		if spec.Name == "" {
+			return create() // unnamed: a second would make a second container
+		}
+		return engine.Settle(ctx, create, nil)
+	}
+	err := settled()
 	adopted := false
 	for held := time.Now(); errors.Is(err, dockerapi.ErrConflict); {
 		there, ierr := e.C.ContainerInspect(ctx, spec.Name)
@@ -392,7 +395,7 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 		if sent == 1 || !errors.Is(ierr, dockerapi.ErrNotFound) || time.Since(held) >= nameHeld || !engine.Sleep(ctx, nameHeldPause) {
 			break
 		}
-		err = create()
+		err = settled()
 	}
 	if err != nil {
 		return "", missingSource(err, p.HostConfig.Mounts)

@@ -274,12 +274,14 @@ func TestCreateNameHeld(t *testing.T) {
 		name        string
 		made        bool
 		lost        bool
+		lostAgain   bool // the create that makes it loses its answer first
 		wantInspect int
 		wantErr     string
 	}{
 		{name: "made anew", lost: true, wantInspect: 2},
 		{name: "made, adopted", made: true, lost: true, wantInspect: 3},
 		{name: "not lost", wantInspect: 1, wantErr: "is already in use"},
+		{name: "made anew, its answer lost too", lost: true, lostAgain: true, wantInspect: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got counter
@@ -287,7 +289,7 @@ func TestCreateNameHeld(t *testing.T) {
 				"/containers/create": func(w http.ResponseWriter, r *http.Request) {
 					n := got.add("create")
 					switch {
-					case n == 1 && tc.lost:
+					case n == 1 && tc.lost, n == 4 && tc.lostAgain:
 						hangUp(t, w)
 					case n < 4 || tc.made:
 						refuse(w, http.StatusConflict, `Conflict. The container name "/web" is already in use by container "`+settleID+`".`)
@@ -318,5 +320,20 @@ func TestCreateNameHeld(t *testing.T) {
 				t.Errorf("Create() = %v, want the engine's conflict", err)
 			}
 		})
+	}
+}
+
+// TestCreateUnnamedLost: an unnamed create whose answer was lost is not
+// made again: a second would make a second container.
+func TestCreateUnnamedLost(t *testing.T) {
+	var got counter
+	e := fakeDocker(t, map[string]http.HandlerFunc{
+		"/containers/create": func(w http.ResponseWriter, r *http.Request) { got.add("create"); hangUp(t, w) },
+	})
+	spec := settleSpec()
+	spec.Name = ""
+	_, err := e.Create(context.Background(), spec)
+	if !engine.IsLost(err) || got.get("create") != 1 {
+		t.Errorf("Create() = %v after %d creates; want the lost answer after 1", err, got.get("create"))
 	}
 }

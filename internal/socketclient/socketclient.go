@@ -211,7 +211,7 @@ func (w *waitForEngine) RoundTrip(req *http.Request) (*http.Response, error) {
 		if time.Since(down) >= w.wait {
 			return nil, err
 		}
-		if perr := Pause(req.Context(), try); perr != nil {
+		if perr := pause(req.Context(), try); perr != nil {
 			return nil, fmt.Errorf("%w (%w)", err, perr)
 		}
 		if req, err = rewound(req); err != nil {
@@ -269,10 +269,10 @@ func Sent(err error) bool {
 	return !errors.As(err, &op) || op.Op != "dial"
 }
 
-// Pause waits before a call is sent again, the try-th time (from 0), as
-// the client's own retries wait: 50 ms, doubling up to 1 s. It returns
+// pause waits before a request is sent again, the try-th time (from 0),
+// as the client's own retries wait: 50 ms, doubling up to 1 s. It returns
 // ctx's cause if ctx ends first.
-func Pause(ctx context.Context, try int) error {
+func pause(ctx context.Context, try int) error {
 	t := time.NewTimer(cappedBackoff(50*time.Millisecond, time.Second, try, nil))
 	defer t.Stop()
 	select {

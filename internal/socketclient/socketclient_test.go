@@ -305,15 +305,15 @@ func TestNew(t *testing.T) {
 
 // TestPause: a pause ends with its context, saying why; one whose
 // context goes on ends by itself.
-func TestPause(t *testing.T) {
+func TestPauseEnds(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(errors.New("the action ended"))
-	if err := Pause(ctx, 3); err == nil || err.Error() != "the action ended" {
-		t.Errorf("Pause(cancelled) = %v, want the context's cause", err)
+	if err := pause(ctx, 3); err == nil || err.Error() != "the action ended" {
+		t.Errorf("pause(cancelled) = %v, want the context's cause", err)
 	}
 	began := time.Now()
-	if err := Pause(context.Background(), 1); err != nil || time.Since(began) < 100*time.Millisecond {
-		t.Errorf("Pause(1) = %v after %v; want nil after 100 ms at least", err, time.Since(began))
+	if err := pause(context.Background(), 1); err != nil || time.Since(began) < 100*time.Millisecond {
+		t.Errorf("pause(1) = %v after %v; want nil after 100 ms at least", err, time.Since(began))
 	}
 }
 

@@ -3,8 +3,8 @@
 // and HostConfig. It copies everything the operator set on the action
 // container onto a create request for another image, subtracts what the
 // action's own image brought, and drops what must not travel. It does no
-// I/O. Its sibling, package ocispec, plans the same from an OCI spec, for
-// containerd.
+// I/O. Package engine/containerd/ocispec plans the same from an OCI
+// spec, for containerd.
 package hostconfig
 
 import (
