@@ -388,7 +388,10 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 	adopted := false
 	for held := time.Now(); errors.Is(err, dockerapi.ErrConflict); {
 		there, ierr := e.C.ContainerInspect(ctx, spec.Name)
-		if adopted = ierr == nil && there.Config.Image == p.Image && hasLabels(there.Config.Labels, p.Labels); adopted {
+		// Its labels make it this create's; a Create called again (not a
+		// create made again here) needs the image too. Podman names an
+		// image otherwise than it was asked for (localhost/…, docker.io/…).
+		if adopted = ierr == nil && (sent > 1 || there.Config.Image == p.Image) && hasLabels(there.Config.Labels, p.Labels); adopted {
 			created.ID, err = there.ID, nil
 			break
 		}

@@ -138,6 +138,17 @@ func TestSettleLostAnswers(t *testing.T) {
 					refuse(w, http.StatusForbidden, "endpoint with name web already exists in network lan")
 				},
 			}},
+		{name: "create meets its own container, its image named otherwise (Podman)", call: func(ctx context.Context, e *Engine) error { _, err := e.Create(ctx, settleSpec()); return err },
+			path: "/containers/create", first: lost, wantN: 2,
+			again: answers{
+				"/containers/create": conflict,
+				"/containers/web/json": func(w http.ResponseWriter) {
+					fmt.Fprint(w, strings.Replace(ours, `"alpine:3.20"`, `"docker.io/library/alpine:3.20"`, 1))
+				},
+				"/networks/lan/connect": func(w http.ResponseWriter) {
+					refuse(w, http.StatusForbidden, "endpoint with name web already exists in network lan")
+				},
+			}},
 		{name: "create after a 503", call: func(ctx context.Context, e *Engine) error { _, err := e.Create(ctx, settleSpec()); return err },
 			path: "/containers/create", first: busy, wantN: 2,
 			again: answers{"/containers/create": created, "/networks/lan/connect": func(w http.ResponseWriter) {}}},
