@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
 )
 
 // DefaultHostDir is where CaptainOS writes a registry's hosts.toml (for

@@ -58,17 +58,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// hangUp closes the connection without answering, as an engine that
-// crashes or restarts mid-request does.
-func hangUp(t *testing.T, w http.ResponseWriter) {
-	conn, _, err := w.(http.Hijacker).Hijack()
-	if err != nil {
-		t.Errorf("hijacking the connection: %v", err)
-		return
-	}
-	_ = conn.Close()
-}
-
 // hits counts requests by "METHOD /path".
 type hits struct {
 	mu sync.Mutex

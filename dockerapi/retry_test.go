@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 var webBody = dockerapi.CreateRequest{Config: dockerapi.Config{
@@ -143,7 +144,7 @@ func TestRetryHangUp(t *testing.T) {
 			var got hits
 			c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) {
 				if got.add(r) <= tc.hangUps {
-					hangUp(t, w)
+					rr.HangUp(t, w)
 					return
 				}
 				switch {

@@ -16,6 +16,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/imageref"
 	"github.com/waitdaemon/waitdaemon/testkit/linediff"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
 
 // traceBuffer is a trace writer the test can read while the client writes.
@@ -127,7 +128,7 @@ func TestTracePutArchive(t *testing.T) {
 
 // TestTraceTransportError traces an exchange that got no answer.
 func TestTraceTransportError(t *testing.T) {
-	c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) { hangUp(t, w) })
+	c := pinnedEngine(t, func(w http.ResponseWriter, r *http.Request) { rr.HangUp(t, w) })
 	var trace traceBuffer
 	c.Trace = &trace
 	if _, err := c.ContainerCreate(shortCtx(t), "", dockerapi.CreateRequest{}); err == nil {

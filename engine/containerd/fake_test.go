@@ -56,10 +56,7 @@ func withImageX(replies map[string][]reply) map[string][]reply {
 func newFake(t *testing.T, replies map[string][]reply) (*Engine, *fakeDaemon) {
 	t.Helper()
 	d := &fakeDaemon{t: t, replies: replies, calls: map[string]int{}}
-	c := &containerdapi.Client{Socket: rr.ServeH2C(t, d), Namespace: namespace, WaitForEngine: -1}
-	e := New(c)
-	e.ProcSelf = t.TempDir()
-	return e, d
+	return engineOn(t, d.ServeHTTP), d
 }
 
 func (d *fakeDaemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -95,21 +92,10 @@ func (d *fakeDaemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case rep.broken != nil && rep.broken():
 		panic(http.ErrAbortHandler)
 	case rep.code != containerdapi.OK:
-		w.Header().Set("Grpc-Status", strconv.Itoa(int(rep.code)))
-		w.Header().Set("Grpc-Message", rep.status)
-		w.WriteHeader(http.StatusOK)
+		failWith(w, rep.code, rep.status)
 		return
 	}
-	msg, err := containerdapi.Codec.Encode(method, false, json.RawMessage(rep.msg))
-	if err != nil {
-		d.t.Errorf("fake daemon: encoding the answer to %s: %v", short, err)
-		return
-	}
-	w.Header().Set("Trailer", "Grpc-Status, Grpc-Message")
-	hdr := make([]byte, 5)
-	binary.BigEndian.PutUint32(hdr[1:], uint32(len(msg)))
-	_, _ = w.Write(append(hdr, msg...))
-	w.Header().Set("Grpc-Status", "0")
+	answerWith(d.t, w, r, rep.msg)
 }
 
 // count is how often method was called.
@@ -142,4 +128,44 @@ func (l *syncLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// engineOn is an engine on a daemon that h serves, which waits for no
+// socket.
+func engineOn(t *testing.T, h http.HandlerFunc) *Engine {
+	t.Helper()
+	c := &containerdapi.Client{Socket: rr.ServeH2C(t, h), Namespace: namespace, WaitForEngine: -1}
+	e := New(c)
+	e.ProcSelf = t.TempDir()
+	return e
+}
+
+// methodOf is the short name of r's method: "Create" for Tasks/Create.
+func methodOf(r *http.Request) string {
+	_, _ = io.ReadAll(r.Body)
+	return r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+}
+
+// answerWith answers r with msg, in the fixtures' JSON.
+func answerWith(t *testing.T, w http.ResponseWriter, r *http.Request, msg string) {
+	method := strings.TrimPrefix(r.URL.Path, "/")
+	b, err := containerdapi.Codec.Encode(method, false, json.RawMessage(msg))
+	if err != nil {
+		t.Errorf("encoding the answer to %s: %v", method, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/grpc")
+	w.Header().Set("Trailer", "Grpc-Status, Grpc-Message")
+	hdr := make([]byte, 5)
+	binary.BigEndian.PutUint32(hdr[1:], uint32(len(b)))
+	_, _ = w.Write(append(hdr, b...))
+	w.Header().Set("Grpc-Status", "0")
+}
+
+// failWith answers a status, trailers-only.
+func failWith(w http.ResponseWriter, code containerdapi.Code, message string) {
+	w.Header().Set("Content-Type", "application/grpc")
+	w.Header().Set("Grpc-Status", strconv.Itoa(int(code)))
+	w.Header().Set("Grpc-Message", message)
+	w.WriteHeader(http.StatusOK)
 }

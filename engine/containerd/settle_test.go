@@ -3,14 +3,10 @@ package containerd
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,48 +15,7 @@ import (
 	"github.com/waitdaemon/waitdaemon/containerdapi"
 	"github.com/waitdaemon/waitdaemon/engine"
 	"github.com/waitdaemon/waitdaemon/imageref"
-	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
-
-// engineOn is an engine on a daemon that h serves, which waits for no
-// socket.
-func engineOn(t *testing.T, h http.HandlerFunc) *Engine {
-	t.Helper()
-	c := &containerdapi.Client{Socket: rr.ServeH2C(t, h), Namespace: namespace, WaitForEngine: -1}
-	e := New(c)
-	e.ProcSelf = t.TempDir()
-	return e
-}
-
-// methodOf is the short name of r's method: "Create" for Tasks/Create.
-func methodOf(r *http.Request) string {
-	_, _ = io.ReadAll(r.Body)
-	return r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
-}
-
-// answerWith answers r with msg, in the fixtures' JSON.
-func answerWith(t *testing.T, w http.ResponseWriter, r *http.Request, msg string) {
-	method := strings.TrimPrefix(r.URL.Path, "/")
-	b, err := containerdapi.Codec.Encode(method, false, json.RawMessage(msg))
-	if err != nil {
-		t.Errorf("encoding the answer to %s: %v", method, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/grpc")
-	w.Header().Set("Trailer", "Grpc-Status, Grpc-Message")
-	hdr := make([]byte, 5)
-	binary.BigEndian.PutUint32(hdr[1:], uint32(len(b)))
-	_, _ = w.Write(append(hdr, b...))
-	w.Header().Set("Grpc-Status", "0")
-}
-
-// failWith answers a status, trailers-only.
-func failWith(w http.ResponseWriter, code containerdapi.Code, message string) {
-	w.Header().Set("Content-Type", "application/grpc")
-	w.Header().Set("Grpc-Status", strconv.Itoa(int(code)))
-	w.Header().Set("Grpc-Message", message)
-	w.WriteHeader(http.StatusOK)
-}
 
 // TestTaskLostAnswer: a task create or start whose answer is lost (the
 // connection broke after the daemon acted, or before it did, or it

@@ -12,18 +12,8 @@ import (
 
 	"github.com/waitdaemon/waitdaemon/dockerapi"
 	"github.com/waitdaemon/waitdaemon/engine"
+	"github.com/waitdaemon/waitdaemon/testkit/rr"
 )
-
-// hangUp closes the connection without an answer: the call was carried
-// out, or not, and its answer is lost.
-func hangUp(t *testing.T, w http.ResponseWriter) {
-	conn, _, err := w.(http.Hijacker).Hijack()
-	if err != nil {
-		t.Errorf("hijacking the connection: %v", err)
-		return
-	}
-	_ = conn.Close()
-}
 
 // counter counts the calls a fake daemon gets, by name.
 type counter struct {
@@ -76,7 +66,7 @@ func TestSettleLostAnswers(t *testing.T) {
 	}
 	ours := fmt.Sprintf(`{"Id":%q,"Name":"/web","Config":{"Image":"alpine:3.20","Labels":{"org.waitdaemon.action":"act","org.waitdaemon.role":"user","x":"y"}}}`, settleID)
 	theirs := fmt.Sprintf(`{"Id":%q,"Name":"/web","Config":{"Image":"alpine:3.20","Labels":{"org.waitdaemon.action":"other","org.waitdaemon.role":"user"}}}`, settleID)
-	lost := func(t *testing.T, w http.ResponseWriter) { hangUp(t, w) }
+	lost := func(t *testing.T, w http.ResponseWriter) { rr.HangUp(t, w) }
 	busy := func(t *testing.T, w http.ResponseWriter) { refuse(w, http.StatusServiceUnavailable, "busy") }
 	type answers map[string]func(w http.ResponseWriter) // the answers after the first, by path
 	cases := []struct {
@@ -195,7 +185,7 @@ func TestSettleLostAnswers(t *testing.T) {
 // fails with the engine's last answer; one whose container cannot then be
 // inspected is not made again.
 func TestStartLost(t *testing.T) {
-	start := func(t *testing.T, w http.ResponseWriter, run func()) { run(); hangUp(t, w) }
+	start := func(t *testing.T, w http.ResponseWriter, run func()) { run(); rr.HangUp(t, w) }
 	cases := []struct {
 		name       string
 		first      func(t *testing.T, w http.ResponseWriter, run func()) // the engine's first answer
@@ -208,7 +198,7 @@ func TestStartLost(t *testing.T) {
 	}{
 		{name: "started, exited at once, answer lost", first: start, wantRuns: 1, wantStarts: 1},
 		{name: "started, runs on, answer lost", running: true, first: start, wantRuns: 1, wantStarts: 1},
-		{name: "never reached the engine", first: func(t *testing.T, w http.ResponseWriter, _ func()) { hangUp(t, w) }, wantRuns: 1, wantStarts: 2},
+		{name: "never reached the engine", first: func(t *testing.T, w http.ResponseWriter, _ func()) { rr.HangUp(t, w) }, wantRuns: 1, wantStarts: 2},
 		{name: "503, not started", first: func(t *testing.T, w http.ResponseWriter, _ func()) { refuse(w, 503, "busy") }, wantRuns: 1, wantStarts: 2},
 		{name: "503 on and on", first: func(t *testing.T, w http.ResponseWriter, _ func()) { refuse(w, 503, "busy") },
 			again:    func(t *testing.T, w http.ResponseWriter, _ func()) { refuse(w, 503, "busy") },
@@ -301,7 +291,7 @@ func TestCreateNameHeld(t *testing.T) {
 					n := got.add("create")
 					switch {
 					case n == 1 && tc.lost, n == 4 && tc.lostAgain:
-						hangUp(t, w)
+						rr.HangUp(t, w)
 					case n < 4 || tc.made:
 						refuse(w, http.StatusConflict, `Conflict. The container name "/web" is already in use by container "`+settleID+`".`)
 					default:
@@ -339,7 +329,7 @@ func TestCreateNameHeld(t *testing.T) {
 func TestCreateUnnamedLost(t *testing.T) {
 	var got counter
 	e := fakeDocker(t, map[string]http.HandlerFunc{
-		"/containers/create": func(w http.ResponseWriter, r *http.Request) { got.add("create"); hangUp(t, w) },
+		"/containers/create": func(w http.ResponseWriter, r *http.Request) { got.add("create"); rr.HangUp(t, w) },
 	})
 	spec := settleSpec()
 	spec.Name = ""

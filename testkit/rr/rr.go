@@ -105,6 +105,18 @@ func Serve(t testing.TB, h http.Handler) string {
 }
 
 // ServeH2C is Serve for HTTP/2 without TLS ("prior knowledge"), as gRPC
+
+// HangUp closes the connection of w without an answer, as an engine
+// whose answer is lost: the call was carried out, or not.
+func HangUp(t testing.TB, w http.ResponseWriter) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		t.Errorf("hijacking the connection: %v", err)
+		return
+	}
+	_ = conn.Close()
+}
+
 // clients such as containerd's speak it.
 func ServeH2C(t testing.TB, h http.Handler) string {
 	t.Helper()
